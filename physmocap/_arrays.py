@@ -1,0 +1,21 @@
+"""Small helpers the frozen data types share: read-only copies and shape checks."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ShapeError
+
+
+def frozen(a, dtype=float, shape: tuple | None = None, name: str = "array") -> np.ndarray:
+    """A read-only copy of ``a`` as ``dtype``, checked against ``shape`` (``None`` = any size)."""
+    try:
+        arr = np.array(a, dtype=dtype, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{name}: cannot convert to {np.dtype(dtype).name} array ({exc})") from None
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(s is None or s == n for s, n in zip(shape, arr.shape))
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ShapeError(f"{name}: expected shape {want}, got {arr.shape}")
+    arr.setflags(write=False)
+    return arr

@@ -1,0 +1,46 @@
+"""Exception hierarchy. Every error physmocap raises on bad input is a ``PhysmocapError``.
+
+The message is one line that names the file (when there is one), what is wrong and, where it
+helps, what to do. The CLI prints exactly that line and exits with status 1.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "PhysmocapError", "FileFormatError", "UnitError", "ShapeError", "UnknownNameError",
+]
+
+
+class PhysmocapError(Exception):
+    """Base class of every error physmocap raises on purpose."""
+
+    def __init__(self, message: str, path: object | None = None):
+        self.path = None if path is None else str(path)
+        self.reason = message
+        super().__init__(f"{path}: {message}" if path is not None else message)
+
+
+class FileFormatError(PhysmocapError):
+    """A file cannot be read: corrupt, truncated, unsupported or empty."""
+
+
+class UnitError(PhysmocapError):
+    """An unknown or inconsistent unit or axis."""
+
+
+class ShapeError(PhysmocapError, ValueError):
+    """Arrays whose shapes or values do not fit a data type."""
+
+
+class UnknownNameError(PhysmocapError, KeyError):
+    """A joint, marker or scene name that does not exist; the message lists the known ones."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+def known_list(names, limit: int = 12) -> str:
+    """``'A, B, C, … (40 in all)'`` for error messages."""
+    names = [str(n) for n in names]
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f", … ({len(names)} in all)"

@@ -1,0 +1,1 @@
+"""File formats: the only modules that read or write files of other tools."""

@@ -1,0 +1,43 @@
+"""Atomic output: write to a temporary file beside the target, then rename it into place.
+
+An interrupted run leaves either the old file or the new one, never half a file.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import PhysmocapError
+
+__all__ = ["atomic_path", "atomic_write_text"]
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str | None = None):
+    """Yield a temporary path in the target's folder; rename it to ``path`` on success.
+
+    On any exception the temporary file is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise PhysmocapError(f"output folder {folder} does not exist; create it first", path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
+                               dir=folder)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:  # data on disk before the rename makes it visible
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8", newline="\n")

@@ -1,0 +1,185 @@
+"""Batched quaternion maths on ``(..., 4)`` arrays in xyzw order (scalar last).
+
+Every function broadcasts over leading axes, so one call handles all frames and joints.
+Unit quaternions are assumed where rotations are meant; ``normalize`` makes them so.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "identity", "normalize", "mul", "conj", "inv", "rotate", "inv_rotate", "abs_w",
+    "from_axis_angle", "to_scaled_axis", "from_scaled_axis", "angle", "slerp",
+    "between", "to_matrix", "from_matrix", "from_wxyz", "to_wxyz", "unroll",
+]
+
+
+def identity(shape: tuple[int, ...] = ()) -> np.ndarray:
+    """Identity rotations, shape ``shape + (4,)``."""
+    q = np.zeros(tuple(shape) + (4,))
+    q[..., 3] = 1.0
+    return q
+
+
+def normalize(q: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """``q / |q|``; shape ``(..., 4)``."""
+    q = np.asarray(q, dtype=float)
+    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), eps)
+
+
+def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``); ``(..., 4)`` broadcast."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    ax, ay, az, aw = np.moveaxis(a, -1, 0)
+    bx, by, bz, bw = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ], axis=-1)
+
+
+def conj(q: np.ndarray) -> np.ndarray:
+    """Conjugate ``(-x, -y, -z, w)``; the inverse of a unit quaternion."""
+    q = np.asarray(q, dtype=float)
+    return q * np.array([-1.0, -1.0, -1.0, 1.0])
+
+
+def inv(q: np.ndarray) -> np.ndarray:
+    """Inverse of any non-zero quaternion, ``conj(q) / |q|^2``."""
+    q = np.asarray(q, dtype=float)
+    return conj(q) / np.sum(q * q, axis=-1, keepdims=True)
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors ``v (..., 3)`` by unit quaternions ``q (..., 4)``: ``q v q^-1``."""
+    q = np.asarray(q, dtype=float)
+    v = np.asarray(v, dtype=float)
+    u = q[..., :3]
+    w = q[..., 3:4]
+    # v + 2 w (u x v) + 2 u x (u x v): two cross products instead of a full product.
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def inv_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate ``v`` by the inverse of unit ``q``."""
+    return rotate(conj(q), v)
+
+
+def abs_w(q: np.ndarray) -> np.ndarray:
+    """The same rotation with a non-negative scalar part (q and -q are one rotation)."""
+    q = np.asarray(q, dtype=float)
+    return np.where(q[..., 3:4] < 0.0, -q, q)
+
+
+def from_axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rotation of ``angle (...)`` radians about unit ``axis (..., 3)``."""
+    axis = np.asarray(axis, dtype=float)
+    half = 0.5 * np.asarray(angle, dtype=float)[..., None]
+    return np.concatenate([axis * np.sin(half), np.cos(half) * np.ones_like(axis[..., :1])], axis=-1)
+
+
+def from_scaled_axis(v: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+    """Exponential map: rotation vector ``v (..., 3)`` (axis times angle, rad) to a quaternion."""
+    v = np.asarray(v, dtype=float)
+    theta = np.linalg.norm(v, axis=-1, keepdims=True)
+    half = 0.5 * theta
+    # sin(x/2)/x tends to 1/2 - x^2/48 near zero: avoids 0/0 for tiny rotations.
+    k = np.where(theta < eps, 0.5 - theta ** 2 / 48.0, np.sin(half) / np.maximum(theta, eps))
+    return np.concatenate([v * k, np.cos(half)], axis=-1)
+
+
+def to_scaled_axis(q: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+    """Logarithm map: unit quaternion ``(..., 4)`` to rotation vector ``(..., 3)`` with angle <= pi."""
+    q = abs_w(q)
+    s = np.linalg.norm(q[..., :3], axis=-1, keepdims=True)
+    theta = 2.0 * np.arctan2(s, q[..., 3:4])
+    k = np.where(s < eps, 2.0 + theta ** 2 / 12.0, theta / np.maximum(s, eps))
+    return q[..., :3] * k
+
+
+def angle(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Geodesic angle (rad, in [0, pi]) of ``a``, or between ``a`` and ``b``; shape ``(...)``."""
+    q = a if b is None else mul(conj(b), a)
+    q = np.asarray(q, dtype=float)
+    return 2.0 * np.arctan2(np.linalg.norm(q[..., :3], axis=-1), np.abs(q[..., 3]))
+
+
+def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray | float) -> np.ndarray:
+    """Spherical interpolation from ``a`` (t=0) to ``b`` (t=1) along the shorter arc."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    t = np.asarray(t, dtype=float)[..., None]
+    d = np.sum(a * b, axis=-1, keepdims=True)
+    b = np.where(d < 0.0, -b, b)  # shorter arc
+    d = np.abs(d)
+    theta = np.arccos(np.clip(d, -1.0, 1.0))
+    sin_t = np.sin(theta)
+    near = sin_t < 1e-6  # nearly equal: linear interpolation is exact to rounding
+    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / np.where(near, 1.0, sin_t))
+    wb = np.where(near, t, np.sin(t * theta) / np.where(near, 1.0, sin_t))
+    return normalize(wa * a + wb * b)
+
+
+def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Shortest rotation taking direction ``u (..., 3)`` to direction ``v (..., 3)``."""
+    u = np.asarray(u, dtype=float)
+    v = np.asarray(v, dtype=float)
+    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    v = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    c = np.cross(u, v)
+    w = 1.0 + np.sum(u * v, axis=-1, keepdims=True)
+    # Opposite vectors: any axis orthogonal to u works; pick one that is not parallel to u.
+    opposite = w[..., 0] < 1e-9
+    if np.any(opposite):
+        alt = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0, 0]), np.array([0.0, 1, 0]))
+        c = np.where(opposite[..., None], np.cross(u, alt), c)
+        w = np.where(opposite[..., None], 0.0, w)
+    return normalize(np.concatenate([c, w], axis=-1))
+
+
+def to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)``."""
+    x, y, z, w = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+    ], axis=-2)
+
+
+def from_matrix(m: np.ndarray) -> np.ndarray:
+    """Unit quaternions ``(..., 4)`` of rotation matrices ``(..., 3, 3)`` (w >= 0)."""
+    from scipy.spatial.transform import Rotation
+
+    m = np.asarray(m, dtype=float)
+    q = Rotation.from_matrix(m.reshape(-1, 3, 3)).as_quat()
+    return abs_w(q.reshape(m.shape[:-2] + (4,)))
+
+
+def from_wxyz(q: np.ndarray) -> np.ndarray:
+    """Reorder ``(..., 4)`` from wxyz (scalar first, as Unity/Holden code) to xyzw."""
+    return np.roll(np.asarray(q, dtype=float), -1, axis=-1)
+
+
+def to_wxyz(q: np.ndarray) -> np.ndarray:
+    """Reorder ``(..., 4)`` from xyzw to wxyz."""
+    return np.roll(np.asarray(q, dtype=float), 1, axis=-1)
+
+
+def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Flip signs along ``axis`` (time) so consecutive quaternions lie in one hemisphere.
+
+    Needed before differencing or filtering rotations over frames: q and -q are one rotation,
+    but their difference is not small.
+    """
+    q = np.moveaxis(np.array(q, dtype=float), axis, 0)
+    if len(q) > 1:
+        d = np.sum(q[1:] * q[:-1], axis=-1)
+        # Cumulative parity of sign flips: flip frame k if an odd number of flips precede it.
+        flips = np.cumsum(d < 0.0, axis=0) % 2 == 1
+        q[1:] = np.where(flips[..., None], -q[1:], q[1:])
+    return np.moveaxis(q, 0, axis)

@@ -1,0 +1,114 @@
+"""The ``Skeleton`` (fixed limb lengths) and batched forward kinematics."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from ._arrays import frozen
+from .errors import ShapeError, UnknownNameError, known_list
+
+__all__ = ["Skeleton", "forward_kinematics"]
+
+
+@dataclass(frozen=True, eq=False)
+class Skeleton:
+    """A kinematic tree with fixed bone offsets.
+
+    Attributes:
+        names: ``(J,)`` joint names, unique.
+        parents: ``(J,)`` int, ``parents[j] < j``; the root (index 0) has ``-1``.
+        offsets: ``(J, 3)`` m, each joint's position in its parent's frame. ``offsets[0]`` is the
+            root's rest offset, kept for file round trips; forward kinematics places the root at
+            the motion's ``root_pos`` instead.
+        end_sites: ``(J, 3)`` m, the BVH End Site offset of each joint, NaN where it has none.
+    """
+
+    names: tuple
+    parents: np.ndarray
+    offsets: np.ndarray
+    end_sites: np.ndarray | None = None
+
+    def __post_init__(self):
+        names = tuple(str(n) for n in self.names)
+        J = len(names)
+        if J == 0:
+            raise ShapeError("a skeleton needs at least one joint")
+        if len(set(names)) != J:
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ShapeError(f"duplicate joint names: {', '.join(dup)}")
+        parents = frozen(self.parents, int, (J,), "parents")
+        if parents[0] != -1 or np.any(parents[1:] < 0) or np.any(parents[1:] >= np.arange(1, J)):
+            raise ShapeError("parents must satisfy parents[0] == -1 and 0 <= parents[j] < j")
+        offsets = frozen(self.offsets, float, (J, 3), "offsets")
+        if not np.all(np.isfinite(offsets)):
+            raise ShapeError("offsets must be finite")
+        ends = np.full((J, 3), np.nan) if self.end_sites is None else self.end_sites
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "parents", parents)
+        object.__setattr__(self, "offsets", offsets)
+        object.__setattr__(self, "end_sites", frozen(ends, float, (J, 3), "end_sites"))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        """Index of joint ``name``; ``UnknownNameError`` listing the known names otherwise."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise UnknownNameError(
+                f"unknown joint {name!r}; known: {known_list(self.names)}") from None
+
+    def children(self, j: int) -> list[int]:
+        """Indices of the joints whose parent is ``j``."""
+        return [int(c) for c in np.flatnonzero(self.parents == j)]
+
+    def bone_lengths(self) -> np.ndarray:
+        """``(J,)`` m, length of the bone from each joint's parent to it (0 for the root)."""
+        lengths = np.linalg.norm(self.offsets, axis=-1)
+        lengths[0] = 0.0
+        return lengths
+
+    def scaled(self, factor: float) -> "Skeleton":
+        """The same tree with every offset multiplied by ``factor``."""
+        return Skeleton(self.names, self.parents, self.offsets * factor, self.end_sites * factor)
+
+    def rest_positions(self) -> np.ndarray:
+        """``(J, 3)`` m, joint positions with every rotation at identity and the root at its offset."""
+        gpos, _ = forward_kinematics(self, quat.identity((1, len(self))), self.offsets[:1])
+        return gpos[0]
+
+    def same_structure(self, other: "Skeleton") -> bool:
+        """True when names and parents match (offsets may differ)."""
+        return self.names == other.names and np.array_equal(self.parents, other.parents)
+
+
+def forward_kinematics(skeleton: Skeleton, lrot: np.ndarray, root_pos: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Global joint positions and rotations for every frame at once.
+
+    Args:
+        skeleton: the tree; ``offsets[1:]`` are used, the root sits at ``root_pos``.
+        lrot: ``(F, J, 4)`` xyzw local rotations (the root's is global).
+        root_pos: ``(F, 3)`` m, root positions in the world.
+    Returns:
+        ``gpos (F, J, 3)`` m and ``grot (F, J, 4)`` xyzw.
+    """
+    lrot = np.asarray(lrot, dtype=float)
+    root_pos = np.asarray(root_pos, dtype=float)
+    F, J = lrot.shape[:2]
+    if lrot.shape != (F, len(skeleton), 4) or root_pos.shape != (F, 3):
+        raise ShapeError(f"forward_kinematics: lrot {lrot.shape} / root_pos {root_pos.shape} "
+                         f"do not fit a {len(skeleton)}-joint skeleton")
+    gpos = np.empty((F, J, 3))
+    grot = np.empty((F, J, 4))
+    gpos[:, 0] = root_pos
+    grot[:, 0] = lrot[:, 0]
+    # Loop over joints (parents come first), vectorised over frames.
+    for j in range(1, J):
+        p = skeleton.parents[j]
+        grot[:, j] = quat.mul(grot[:, p], lrot[:, j])
+        gpos[:, j] = gpos[:, p] + quat.rotate(grot[:, p], skeleton.offsets[j])
+    return gpos, grot

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from physmocap import Motion, ShapeError, Skeleton, quat
+
+
+@pytest.fixture
+def motion():
+    sk = Skeleton(["root", "a", "b"], [-1, 0, 1], [[0, 0, 1], [0, 0, 0.5], [0.3, 0, 0]])
+    F = 10
+    lrot = Rotation.random(F * 3, random_state=0).as_quat().reshape(F, 3, 4)
+    return Motion(sk, 30, np.arange(F * 3.0).reshape(F, 3), lrot, {"path": "x"})
+
+
+def test_basic_properties(motion):
+    assert motion.n_frames == 10
+    assert motion.duration == pytest.approx(9 / 30)
+    assert motion.gpos.shape == (10, 3, 3) and motion.grot.shape == (10, 3, 4)
+    assert np.allclose(motion.gpos[:, 0], motion.root_pos)
+    assert not motion.gpos.flags.writeable and not motion.lrot.flags.writeable
+    with pytest.raises(TypeError):
+        motion.meta["path"] = "y"
+
+
+def test_slicing(motion):
+    sub = motion[2:5]
+    assert sub.n_frames == 3
+    assert np.allclose(sub.gpos, motion.gpos[2:5])
+    assert motion[[0, 9]].n_frames == 2
+
+
+@pytest.mark.parametrize("change, msg", [
+    (dict(fps=0), "fps"), (dict(fps=float("nan")), "fps"),
+    (dict(lrot=np.zeros((10, 3, 4))), "unit"),
+    (dict(root_pos=np.zeros((9, 3))), "shape"),
+    (dict(lrot=np.zeros((10, 2, 4))), "shape"),
+    (dict(root_pos=np.full((10, 3), np.inf)), "finite"),
+])
+def test_invalid(motion, change, msg):
+    kw = dict(skeleton=motion.skeleton, fps=motion.fps, root_pos=motion.root_pos, lrot=motion.lrot)
+    kw.update(change)
+    with pytest.raises(ShapeError, match=msg):
+        Motion(**kw)
+
+
+def test_with_skeleton(motion):
+    longer = motion.skeleton.scaled(2.0)
+    m2 = motion.with_skeleton(longer)
+    d = np.linalg.norm(m2.gpos[:, 2] - m2.gpos[:, 1], axis=-1)
+    assert np.allclose(d, 0.6)
+    other = Skeleton(["x"], [-1], [[0, 0, 0]])
+    with pytest.raises(ShapeError):
+        motion.with_skeleton(other)
+
+
+def test_unrolled_is_continuous(motion):
+    q = motion.lrot_unrolled()
+    assert np.all(np.abs(np.sum(q * motion.lrot, -1)) > 1 - 1e-12)

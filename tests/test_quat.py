@@ -1,0 +1,114 @@
+"""Quaternion maths as properties, against scipy's Rotation (xyzw) on seeded random batches."""
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from physmocap import quat
+
+N = 500
+
+
+@pytest.fixture
+def qs(rng):
+    return Rotation.random(N, random_state=1).as_quat(), Rotation.random(N, random_state=2).as_quat()
+
+
+def same_rotation(a, b, atol=1e-10):
+    """q and -q are one rotation."""
+    d = np.abs(np.sum(a * b, axis=-1))
+    return np.allclose(d, 1.0, atol=atol)
+
+
+def test_mul_matches_scipy(qs):
+    a, b = qs
+    ref = (Rotation.from_quat(a) * Rotation.from_quat(b)).as_quat()
+    assert same_rotation(quat.mul(a, b), ref)
+
+
+def test_inverse_gives_identity(qs):
+    a, _ = qs
+    assert same_rotation(quat.mul(a, quat.inv(a)), quat.identity((N,)))
+    assert same_rotation(quat.mul(quat.conj(a), a), quat.identity((N,)))
+    # inv works for non-unit quaternions too
+    s = 3.0 * a
+    assert np.allclose(quat.mul(s, quat.inv(s)), quat.identity((N,)))
+
+
+def test_rotate_matches_scipy(qs, rng):
+    a, _ = qs
+    v = rng.normal(size=(N, 3))
+    assert np.allclose(quat.rotate(a, v), Rotation.from_quat(a).apply(v))
+    assert np.allclose(quat.inv_rotate(a, quat.rotate(a, v)), v)
+
+
+def test_broadcasting(qs):
+    a, b = qs
+    out = quat.mul(a[:, None, :], b[None, :10, :])
+    assert out.shape == (N, 10, 4)
+    assert np.allclose(out[7, 3], quat.mul(a[7], b[3]))
+
+
+def test_matrix_round_trip(qs):
+    a, _ = qs
+    m = quat.to_matrix(a)
+    assert np.allclose(m, Rotation.from_quat(a).as_matrix())
+    assert same_rotation(quat.from_matrix(m), a)
+
+
+def test_scaled_axis_exp_log(qs, rng):
+    a, _ = qs
+    v = quat.to_scaled_axis(a)
+    assert np.all(np.linalg.norm(v, axis=-1) <= np.pi + 1e-12)
+    assert np.allclose(v, Rotation.from_quat(quat.abs_w(a)).as_rotvec())
+    assert same_rotation(quat.from_scaled_axis(v), a)
+    tiny = rng.normal(size=(N, 3)) * 1e-10
+    assert np.allclose(quat.to_scaled_axis(quat.from_scaled_axis(tiny)), tiny, atol=1e-18)
+
+
+def test_angle_matches_scipy(qs):
+    a, b = qs
+    ref = (Rotation.from_quat(b).inv() * Rotation.from_quat(a)).magnitude()
+    assert np.allclose(quat.angle(a, b), ref)
+
+
+def test_slerp_matches_scipy_and_endpoints(qs, rng):
+    from scipy.spatial.transform import Slerp
+
+    a, b = qs
+    t = rng.uniform(size=N)
+    out = quat.slerp(a, b, t)
+    for i in range(0, N, 50):
+        ref = Slerp([0, 1], Rotation.from_quat([a[i], b[i]]))(t[i]).as_quat()
+        assert same_rotation(out[i], ref)
+    assert same_rotation(quat.slerp(a, b, 0.0), a)
+    assert same_rotation(quat.slerp(a, b, 1.0), b)
+    assert same_rotation(quat.slerp(a, a, 0.3), a)        # equal inputs: no 0/0
+    # constant angular speed: half-way is half the angle
+    assert np.allclose(quat.angle(quat.slerp(a, b, 0.5), a), 0.5 * quat.angle(a, b))
+
+
+def test_between(rng):
+    u = rng.normal(size=(N, 3))
+    v = rng.normal(size=(N, 3))
+    q = quat.between(u, v)
+    r = quat.rotate(q, u / np.linalg.norm(u, axis=-1, keepdims=True))
+    assert np.allclose(r, v / np.linalg.norm(v, axis=-1, keepdims=True))
+    # opposite vectors
+    q = quat.between(np.array([[1.0, 0, 0], [0, 0, 1]]), np.array([[-1.0, 0, 0], [0, 0, -1]]))
+    assert np.allclose(quat.rotate(q, [[1.0, 0, 0], [0, 0, 1]]), [[-1, 0, 0], [0, 0, -1]])
+
+
+def test_wxyz_conversion(qs):
+    a, _ = qs
+    w = quat.to_wxyz(a)
+    assert np.allclose(w[:, 0], a[:, 3])
+    assert np.allclose(quat.from_wxyz(w), a)
+
+
+def test_unroll_makes_signs_continuous(qs, rng):
+    a, _ = qs
+    path = quat.slerp(a[0], a[1], np.linspace(0, 1, 100))
+    flipped = path * rng.choice([-1.0, 1.0], size=(100, 1))
+    un = quat.unroll(flipped)
+    assert np.all(np.sum(un[1:] * un[:-1], axis=-1) > 0)
+    assert same_rotation(un, path)

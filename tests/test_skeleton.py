@@ -1,0 +1,83 @@
+"""Skeleton validation and batched forward kinematics against a loop over single frames."""
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from physmocap import Skeleton, ShapeError, UnknownNameError, forward_kinematics, quat
+
+
+def chain(J=6):
+    parents = [-1] + [int(p) for p in np.random.default_rng(0).integers(0, np.arange(1, J))]
+    offsets = np.random.default_rng(1).normal(size=(J, 3))
+    return Skeleton([f"j{i}" for i in range(J)], parents, offsets)
+
+
+def fk_single_frame(sk, lrot, root):
+    """Reference FK with scipy, one frame, matrices."""
+    R = [None] * len(sk)
+    P = [None] * len(sk)
+    for j in range(len(sk)):
+        r = Rotation.from_quat(lrot[j])
+        if sk.parents[j] < 0:
+            R[j], P[j] = r, root
+        else:
+            p = sk.parents[j]
+            R[j] = R[p] * r
+            P[j] = P[p] + R[p].apply(np.array(sk.offsets[j]))
+    return np.array(P), np.array([x.as_quat() for x in R])
+
+
+def test_fk_matches_per_frame_reference(rng):
+    sk = chain(9)
+    F = 40
+    lrot = Rotation.random(F * 9, random_state=3).as_quat().reshape(F, 9, 4)
+    root = rng.normal(size=(F, 3))
+    gpos, grot = forward_kinematics(sk, lrot, root)
+    for f in range(0, F, 7):
+        p, r = fk_single_frame(sk, lrot[f], root[f])
+        assert np.allclose(gpos[f], p)
+        assert np.allclose(np.abs(np.sum(grot[f] * r, -1)), 1.0)
+
+
+def test_fk_keeps_bone_lengths(rng):
+    sk = chain(9)
+    lrot = Rotation.random(20 * 9, random_state=4).as_quat().reshape(20, 9, 4)
+    gpos, _ = forward_kinematics(sk, lrot, np.zeros((20, 3)))
+    d = np.linalg.norm(gpos[:, 1:] - gpos[:, sk.parents[1:]], axis=-1)
+    assert np.allclose(d, sk.bone_lengths()[1:])
+
+
+def test_rest_positions_sum_offsets():
+    sk = Skeleton(["a", "b", "c"], [-1, 0, 1], [[1, 2, 3], [0, 0, 1], [1, 0, 0]])
+    assert np.allclose(sk.rest_positions(), [[1, 2, 3], [1, 2, 4], [2, 2, 4]])
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(names=["a", "a"], parents=[-1, 0], offsets=np.zeros((2, 3))), "duplicate"),
+    (dict(names=["a", "b"], parents=[-1, 1], offsets=np.zeros((2, 3))), "parents"),
+    (dict(names=["a", "b"], parents=[0, 0], offsets=np.zeros((2, 3))), "parents"),
+    (dict(names=["a", "b"], parents=[-1, 0], offsets=np.zeros((3, 3))), "shape"),
+    (dict(names=["a", "b"], parents=[-1, 0], offsets=[[0, 0, 0], [np.nan, 0, 0]]), "finite"),
+    (dict(names=[], parents=[], offsets=np.zeros((0, 3))), "at least one"),
+])
+def test_invalid_skeletons(kw, msg):
+    with pytest.raises(ShapeError, match=msg):
+        Skeleton(**kw)
+
+
+def test_arrays_are_read_only():
+    sk = chain()
+    with pytest.raises(ValueError):
+        sk.offsets[0, 0] = 1.0
+
+
+def test_unknown_joint_lists_names():
+    sk = chain(3)
+    with pytest.raises(UnknownNameError, match="known: j0, j1, j2"):
+        sk.index("LeftFoot")
+
+
+def test_fk_shape_error():
+    sk = chain(3)
+    with pytest.raises(ShapeError):
+        forward_kinematics(sk, quat.identity((2, 4)), np.zeros((2, 3)))
