@@ -28,7 +28,7 @@ from ..motion import Motion
 from ..skeleton import Skeleton
 from .atomic import atomic_path
 
-__all__ = ["read_bvh", "write_bvh", "parse_bvh", "BvhFile"]
+__all__ = ["read_bvh", "loads_bvh", "write_bvh", "parse_bvh", "bvh_to_motion", "BvhFile"]
 
 log = logging.getLogger("physmocap")
 
@@ -286,6 +286,12 @@ def read_bvh(path, unit: str | None = None, up: str = "y", reroot: bool = True) 
     return bvh_to_motion(bvh, path, unit=unit, up=up, reroot=reroot)
 
 
+def loads_bvh(text: str, unit: str | None = None, up: str = "y", reroot: bool = True,
+              name: str = "<bvh text>") -> Motion:
+    """``read_bvh`` for BVH text already in memory."""
+    return bvh_to_motion(parse_bvh(text, name), name, unit=unit, up=up, reroot=reroot)
+
+
 def bvh_to_motion(bvh: BvhFile, path="<bvh>", unit: str | None = None, up: str = "y",
                   reroot: bool = True) -> Motion:
     """Convert a parsed ``BvhFile`` to a ``Motion`` (see ``read_bvh``)."""
@@ -386,6 +392,10 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
     scale = unit_scale(unit)
     R = up_to_zup_matrix(up)
     sk = motion.skeleton
+    bad = [n for n in sk.names if not n or any(ch.isspace() for ch in n) or n in "{}"]
+    if bad:
+        raise PhysmocapError(f"joint names {bad[:3]} cannot be written to BVH (empty, braces or "
+                             f"white space); rename them first", path)
     F, J = motion.n_frames, len(sk)
 
     # Back to file axes: only the root's translation and rotation change.
@@ -407,26 +417,29 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
     w("HIERARCHY\n")
     children = [sk.children(j) for j in range(J)]
 
-    def write_joint(j: int, depth: int) -> None:
+    # Iterative depth-first walk (no recursion limit on deep chains). The channel columns follow
+    # the order joints appear in the written hierarchy, which need not be index order.
+    dfs: list[int] = []
+    stack: list[tuple[bool, int, int]] = [(True, 0, 0)]
+    while stack:
+        opening, j, depth = stack.pop()
         ind = "\t" * depth
-        w(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {sk.names[j]}\n{ind}{{\n")
-        w(f"{ind}\tOFFSET {' '.join(fmt.format(v) for v in offsets[j])}\n")
-        if j == 0:
-            w(f"{ind}\tCHANNELS 6 Xposition Yposition Zposition {rot_names}\n")
+        if opening:
+            dfs.append(j)
+            w(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {sk.names[j]}\n{ind}{{\n")
+            w(f"{ind}\tOFFSET {' '.join(fmt.format(v) for v in offsets[j])}\n")
+            if j == 0:
+                w(f"{ind}\tCHANNELS 6 Xposition Yposition Zposition {rot_names}\n")
+            else:
+                w(f"{ind}\tCHANNELS 3 {rot_names}\n")
+            stack.append((False, j, depth))
+            stack.extend((True, c, depth + 1) for c in reversed(children[j]))
         else:
-            w(f"{ind}\tCHANNELS 3 {rot_names}\n")
-        for c in children[j]:
-            write_joint(c, depth + 1)
-        if not children[j] or not np.isnan(ends[j, 0]):
-            end = ends[j] if not np.isnan(ends[j, 0]) else _default_end(offsets[j])
-            w(f"{ind}\tEnd Site\n{ind}\t{{\n")
-            w(f"{ind}\t\tOFFSET {' '.join(fmt.format(v) for v in end)}\n{ind}\t}}\n")
-        w(f"{ind}}}\n")
-
-    # Channel columns follow the order joints appear in the written hierarchy (depth first),
-    # which need not be index order for a skeleton built in code.
-    dfs = _dfs_order(children)
-    write_joint(0, 0)
+            if not children[j] or not np.isnan(ends[j, 0]):
+                end = ends[j] if not np.isnan(ends[j, 0]) else _default_end(offsets[j])
+                w(f"{ind}\tEnd Site\n{ind}\t{{\n")
+                w(f"{ind}\t\tOFFSET {' '.join(fmt.format(v) for v in end)}\n{ind}\t}}\n")
+            w(f"{ind}}}\n")
     w("MOTION\n")
     w(f"Frames: {F}\n")
     w(f"Frame Time: {1.0 / motion.fps:.10g}\n")
@@ -435,15 +448,6 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
         np.savetxt(out, cols, fmt=f"%.{decimals}f", delimiter=" ")
     with atomic_path(path) as tmp:
         Path(tmp).write_text(out.getvalue(), encoding="ascii", newline="\n")
-
-
-def _dfs_order(children: list[list[int]]) -> list[int]:
-    order, stack = [], [0]
-    while stack:
-        j = stack.pop()
-        order.append(j)
-        stack.extend(reversed(children[j]))
-    return order
 
 
 def _default_end(offset: np.ndarray) -> np.ndarray:

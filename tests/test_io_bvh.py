@@ -1,0 +1,275 @@
+"""BVH reading and writing: every shared file, round trips, conversions and hostile input."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from physmocap import FileFormatError, Motion, PhysmocapError, Skeleton, quat
+from physmocap.io.bvh import loads_bvh, read_bvh, write_bvh
+
+# (relative path glob, joints after re-rooting, fps, unit inferred)
+FAMILIES = {
+    "cmu/16_57.bvh": (31, 120.0, "cmu"),
+    "cmu/131_0*.bvh": (31, 120.0, "cmu"),
+    "bandai-namco/ds2_normal_locomotion/*.bvh": (21, 30.0, "cm"),
+    "games105/*.bvh": (20, None, "m"),
+}
+
+
+def bvh_files(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "bvh").rglob("*.bvh"))
+
+
+def test_every_family_reads_with_expected_shape(data_dir):
+    for pattern, (joints, fps, unit) in FAMILIES.items():
+        files = sorted((data_dir / "bvh").glob(pattern))
+        assert files, pattern
+        for f in files[:12]:
+            m = read_bvh(f)
+            assert len(m.skeleton) == joints, f
+            assert fps is None or m.fps == fps, f
+            assert m.meta["unit"] == unit and m.meta["unit_inferred"], f
+            assert m.n_frames > 10
+
+
+def test_bandai_root_motion_moves_to_hips(data_dir):
+    f = data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
+    m = read_bvh(f)
+    assert m.meta["dropped_root"] == "joint_Root"
+    assert m.skeleton.names[0] == "Hips"
+    travel = np.linalg.norm(m.root_pos[-1, :2] - m.root_pos[0, :2])
+    assert travel > 1.0                               # a walk covers metres
+    assert 0.7 < np.median(m.root_pos[:, 2]) < 1.1    # hips height in metres, Z up
+    # without re-rooting, a translating non-root joint cannot be a fixed-limb skeleton
+    with pytest.raises(FileFormatError, match="'Hips' changes its translation"):
+        read_bvh(f, reroot=False)
+
+
+def test_games105_hierarchy_orders_agree_by_name(data_dir):
+    """The six files list branches in different orders; by name they are one skeleton."""
+    ref = None
+    for f in sorted((data_dir / "bvh/games105").glob("*.bvh")):
+        sk = read_bvh(f).skeleton
+        table = {n: (sk.names[p] if p >= 0 else None, tuple(np.round(o, 6)))
+                 for n, p, o in zip(sk.names, sk.parents, sk.offsets)}
+        if ref is None:
+            ref = table
+        assert table == ref, f
+
+
+def test_z_up_heads_above_feet(data_dir):
+    for f in bvh_files(data_dir)[::10]:
+        m = read_bvh(f)
+        names = [n.lower() for n in m.skeleton.names]
+        head = next(i for i, n in enumerate(names) if "head" in n)
+        foot = next(i for i, n in enumerate(names) if "foot" in n or "ankle" in n)
+        up = m.gpos[:, head, 2] - m.gpos[:, foot, 2]
+        assert np.median(up) > 0.8, f
+
+
+def test_round_trip_every_file_within_a_micrometre(data_dir, tmp_path):
+    worst = 0.0
+    for f in bvh_files(data_dir):
+        m = read_bvh(f)
+        out = tmp_path / "rt.bvh"
+        write_bvh(m, out)
+        m2 = read_bvh(out, unit="cm")
+        assert m2.skeleton.names == m.skeleton.names
+        assert m2.fps == m.fps and m2.n_frames == m.n_frames
+        worst = max(worst, float(np.abs(m2.gpos - m.gpos).max()))
+        assert np.allclose(m2.skeleton.offsets, m.skeleton.offsets, atol=1e-8)
+    assert worst < 1e-6, worst
+
+
+def test_written_file_is_portable_flavour(data_dir, tmp_path):
+    m = read_bvh(data_dir / "bvh/cmu/131_01.bvh")
+    out = tmp_path / "o.bvh"
+    write_bvh(m, out, order="ZXY")
+    lines = out.read_text().splitlines()
+    chans = [l.split() for l in lines if l.strip().startswith("CHANNELS")]
+    assert chans[0] == ["CHANNELS", "6", "Xposition", "Yposition", "Zposition",
+                        "Zrotation", "Xrotation", "Yrotation"]
+    assert all(c == ["CHANNELS", "3", "Zrotation", "Xrotation", "Yrotation"] for c in chans[1:])
+    ft = next(l for l in lines if l.startswith("Frame Time"))
+    assert float(ft.split(":")[1]) == pytest.approx(1 / 120, rel=1e-9)
+    for order in ("XYZ", "YZX"):  # any fixed order reads back to the same motion
+        write_bvh(m, out, order=order)
+        assert np.abs(read_bvh(out, unit="cm").gpos - m.gpos).max() < 1e-6
+
+
+def test_reading_never_modifies_input(data_dir):
+    f = data_dir / "bvh/cmu/16_57.bvh"
+    h = hashlib.sha256(f.read_bytes()).hexdigest()
+    read_bvh(f)
+    assert hashlib.sha256(f.read_bytes()).hexdigest() == h
+
+
+SMALL = """HIERARCHY
+ROOT Hips
+{
+\tOFFSET 0 0 0
+\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+\tJOINT Spine
+\t{
+\t\tOFFSET 0 10 0
+\t\tCHANNELS 3 Zrotation Xrotation Yrotation
+\t\tEnd Site
+\t\t{
+\t\t\tOFFSET 0 50 0
+\t\t}
+\t}
+\tJOINT Leg
+\t{
+\t\tOFFSET 10 -5 0
+\t\tCHANNELS 3 Xrotation Yrotation Zrotation
+\t\tJOINT Shin
+\t\t{
+\t\t\tOFFSET 0 -45 0
+\t\t\tCHANNELS 1 Xrotation
+\t\t\tEnd Site
+\t\t\t{
+\t\t\t\tOFFSET 0 -45 0
+\t\t\t}
+\t\t}
+\t}
+}
+MOTION
+Frames: 2
+Frame Time: 0.0333333
+0 90 0 0 0 0 0 0 0 0 0 0 0
+1.0e1 90 0 90 0 0 30 0 0 0 0 0 45
+"""
+
+
+def test_small_file_semantics():
+    m = loads_bvh(SMALL, unit="cm")
+    assert m.fps == 30.0 and len(m.skeleton) == 4
+    # Y-up file: the root at file (0, 90, 0) cm is 0.9 m up in Z.
+    assert np.allclose(m.root_pos[0], [0, 0, 0.9])
+    assert np.allclose(m.gpos[0, 1], [0, 0, 1.0])             # Spine 10 cm above
+    assert np.allclose(m.gpos[0, 3], [0.1, 0, 0.4])           # Shin at 90-5-45 cm
+    # Frame 1: root turned 90 degrees about file Z (= world -Y); Spine's +Y offset turns to -X.
+    assert np.allclose(m.gpos[1, 1], [0.1 - 0.1, 0, 0.9], atol=1e-9)
+    assert np.allclose(m.skeleton.end_sites[1], [0, 0.5, 0])
+    crlf = loads_bvh(SMALL.replace("\n", "\r\n"), unit="cm")
+    assert np.allclose(crlf.gpos, m.gpos)
+
+
+def test_position_channels_replace_offset():
+    text = SMALL.replace("CHANNELS 3 Zrotation Xrotation Yrotation",
+                         "CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation")
+    text = text.replace("0 90 0 0 0 0 0 0 0 0 0 0 0", "0 90 0 0 0 0 0 10 0 0 0 0 0 0 0 0")
+    text = text.replace("1.0e1 90 0 90 0 0 30 0 0 0 0 0 45",
+                        "1.0e1 90 0 90 0 0 0 10 0 30 0 0 0 0 0 45")
+    m = loads_bvh(text, unit="cm")
+    assert np.allclose(m.skeleton.offsets[1], [0, 0.1, 0])
+    moving = text.replace("0 90 0 0 0 0 0 10 0", "0 90 0 0 0 0 0 12 0")
+    with pytest.raises(FileFormatError, match="changes its translation"):
+        loads_bvh(moving, unit="cm")
+
+
+@pytest.mark.parametrize("mutate, msg", [
+    (lambda t: t.replace("MOTION", "MOTON"), "no MOTION"),
+    (lambda t: t.replace("HIERARCHY", "HIERARCHI"), "HIERARCHY"),
+    (lambda t: t[:t.index("Frame Time")], "Frames"),
+    (lambda t: t.replace("Frames: 2", "Frames: 3"), "truncated or a CHANNELS"),
+    (lambda t: t.replace("Frames: 2", "Frames: two"), "whole number"),
+    (lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: 0"), "positive"),
+    (lambda t: t.replace("0 0 45", "0 0 abc"), "not a number"),
+    (lambda t: t.replace("0 0 45", "0 0 nan"), "NaN"),
+    (lambda t: t.replace("CHANNELS 1 Xrotation", "CHANNELS 1 Wrotation"), "unknown channel"),
+    (lambda t: t.replace("CHANNELS 1 Xrotation", "CHANNELS 9 Xrotation"), "0..6"),
+    (lambda t: t.replace("OFFSET 0 10 0", "OFFSET 0 x 0"), "OFFSET"),
+    (lambda t: t.replace("JOINT Leg", "JOINT Spine"), "duplicate"),
+    (lambda t: t[:t.rindex("}")] + "\nMOTION\nFrames: 0\nFrame Time: 1\n", "not closed"),
+    (lambda t: t.replace("ROOT Hips", "ROOT Hips }"), "unbalanced|unexpected|outside"),
+])
+def test_bad_input_gives_one_clear_error(mutate, msg):
+    with pytest.raises(FileFormatError, match=msg) as e:
+        loads_bvh(mutate(SMALL), unit="cm")
+    assert "\n" not in str(e.value)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(FileFormatError, match="cannot read"):
+        read_bvh(tmp_path / "nope.bvh")
+    (tmp_path / "empty.bvh").write_text("")
+    with pytest.raises(FileFormatError, match="empty"):
+        read_bvh(tmp_path / "empty.bvh")
+    (tmp_path / "bin.bvh").write_bytes(b"\x00\x01HIERARCHY")
+    with pytest.raises(FileFormatError, match="binary"):
+        read_bvh(tmp_path / "bin.bvh")
+    with pytest.raises(PhysmocapError, match="unknown length unit"):
+        loads_bvh(SMALL, unit="furlong")
+
+
+def test_writer_is_atomic_and_checks_names(tmp_path):
+    m = loads_bvh(SMALL, unit="cm")
+    out = tmp_path / "o.bvh"
+    out.write_text("old")
+    bad = Motion(Skeleton(["a b", "c"], [-1, 0], m.skeleton.offsets[:2]), 30,
+                 m.root_pos, m.lrot[:, :2])
+    with pytest.raises(PhysmocapError, match="cannot be written"):
+        write_bvh(bad, out)
+    assert out.read_text() == "old"
+    with pytest.raises(PhysmocapError, match="output folder"):
+        write_bvh(m, tmp_path / "missing" / "o.bvh")
+    assert [p.name for p in tmp_path.iterdir()] == ["o.bvh"]   # no temporary left behind
+
+
+def test_deep_chain_round_trips(tmp_path):
+    J = 1500  # deeper than Python's recursion limit
+    sk = Skeleton([f"j{i}" for i in range(J)], np.arange(J) - 1, np.tile([0, 0.001, 0], (J, 1)))
+    m = Motion(sk, 60, np.zeros((2, 3)), quat.identity((2, J)))
+    write_bvh(m, tmp_path / "deep.bvh")
+    m2 = read_bvh(tmp_path / "deep.bvh", unit="cm")
+    assert np.abs(m2.gpos - m.gpos).max() < 1e-6
+
+
+# --- hostile input: anything goes in, only PhysmocapError comes out ---------------------------
+
+TOKENS = ["HIERARCHY", "ROOT", "JOINT", "End", "Site", "{", "}", "OFFSET", "CHANNELS", "MOTION",
+          "Frames:", "Frame", "Time:", "Xposition", "Zrotation", "Yrotation", "3", "6", "0", "-1",
+          "1e308", "nan", "inf", "99999999999999", "a", "\n", "\r\n", "\t"]
+
+
+def _only_physmocap_errors(text: str) -> None:
+    try:
+        loads_bvh(text)
+    except PhysmocapError as e:
+        assert "\n" not in str(e)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cut=st.integers(0, len(SMALL)))
+def test_truncated_files(cut):
+    _only_physmocap_errors(SMALL[:cut])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from(TOKENS)), max_size=6))
+def test_token_mutations(edits):
+    toks = SMALL.split(" ")
+    for pos, tok in edits:
+        toks[pos % len(toks)] = tok
+    _only_physmocap_errors(" ".join(toks))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=80))
+def test_token_soup(toks):
+    _only_physmocap_errors(" ".join(["HIERARCHY"] + toks))
+
+
+@settings(max_examples=100, deadline=None)
+@given(frames=st.integers(0, 10**12), chans=st.integers(-3, 12), depth=st.integers(1, 3000))
+def test_absurd_counts_and_deep_hierarchies(frames, chans, depth):
+    head = "HIERARCHY\n" + "".join(
+        f"{'ROOT' if i == 0 else 'JOINT'} j{i}\n{{\nOFFSET 0 1 0\nCHANNELS {chans} "
+        + " ".join(["Xrotation"] * max(chans, 0)) + "\n" for i in range(depth))
+    text = head + "}\n" * depth + f"MOTION\nFrames: {frames}\nFrame Time: 0.01\n" + "0 " * 10
+    _only_physmocap_errors(text)
