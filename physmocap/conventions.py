@@ -13,7 +13,7 @@ from .errors import UnitError
 
 __all__ = [
     "UP", "QUAT_ORDER", "LENGTH_UNITS", "unit_scale", "infer_length_unit",
-    "up_to_zup_matrix", "UP_AXES",
+    "up_to_zup_matrix", "UP_AXES", "snap_fps", "canonical_unit",
 ]
 
 #: World up axis (unit vector) of every array inside physmocap.
@@ -65,6 +65,15 @@ def infer_length_unit(extent: float, typical_m: float = 1.7,
         raise UnitError("cannot infer the length unit: the data has no finite extent")
     errs = [abs(np.log(extent * LENGTH_UNITS[u] / typical_m)) for u in candidates]
     return candidates[int(np.argmin(errs))]
+
+
+def snap_fps(fps: float) -> float:
+    """A rate computed from a rounded frame time, snapped to a whole rate when within rounding
+    (1/0.0083333 -> 120.0; 1/0.016667 -> 60.0); 29.97 stays 29.97."""
+    whole = float(round(fps))
+    if whole > 0 and abs(fps - whole) <= 1e-4 * fps:
+        return whole
+    return float(fps)
 
 
 #: Up axes a file may use, as signed axis names.

@@ -273,3 +273,15 @@ def test_absurd_counts_and_deep_hierarchies(frames, chans, depth):
         + " ".join(["Xrotation"] * max(chans, 0)) + "\n" for i in range(depth))
     text = head + "}\n" * depth + f"MOTION\nFrames: {frames}\nFrame Time: 0.01\n" + "0 " * 10
     _only_physmocap_errors(text)
+
+
+@pytest.mark.parametrize("order", ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX", "ZX", "Y"])
+def test_euler_matches_scipy_intrinsic(order, rng):
+    from scipy.spatial.transform import Rotation
+
+    from physmocap.io.bvh import _euler_to_quat
+
+    deg = rng.uniform(-400, 400, size=(200, len(order)))
+    ref = Rotation.from_euler(order, deg, degrees=True).as_quat()
+    q = _euler_to_quat(order, deg)
+    assert np.allclose(np.abs(np.sum(q * ref, -1)), 1.0)

@@ -22,7 +22,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from .. import quat
-from ..conventions import canonical_unit, infer_length_unit, unit_scale, up_to_zup_matrix
+from ..conventions import (canonical_unit, infer_length_unit, snap_fps, unit_scale,
+                           up_to_zup_matrix)
 from ..errors import FileFormatError, PhysmocapError, UnitError
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -35,6 +36,7 @@ log = logging.getLogger("physmocap")
 _AXES = {"x": 0, "y": 1, "z": 2}
 _MAX_JOINTS = 10_000
 _MAX_CHANNELS = 6
+_CHANNEL_NAMES = {f"{a}{k}" for a in "xyz" for k in ("position", "rotation")}
 
 
 class BvhFile:
@@ -146,7 +148,7 @@ def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
                 raise FileFormatError(f"CHANNELS count {cnt[:20]!r} is not 0..6", path)
             chans = need(2 + int(cnt), "CHANNELS")[2:]
             for c in chans:
-                if c.lower() not in {f"{a}{k}" for a in "xyz" for k in ("position", "rotation")}:
+                if c.lower() not in _CHANNEL_NAMES:
                     raise FileFormatError(f"unknown channel {c[:30]!r} on joint "
                                           f"{names[stack[-1]]!r}", path)
             channels[stack[-1]] = chans
@@ -179,25 +181,56 @@ def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
                               path)
     n_chan = sum(len(c) for c in channels)
     body = motion_text[head.end():]
-    try:
-        values = np.array(body.split(), dtype=np.float64)
-    except ValueError:
-        bad = next(tok for tok in body.split() if not _is_float(tok))
-        raise FileFormatError(f"motion data holds {bad[:30]!r}, which is not a number",
-                              path) from None
-    expected = n_frames * n_chan
-    if values.size != expected:
-        # Both a truncated file and a channel count that does not fit the rows end up here.
-        rows = values.size / n_chan if n_chan else 0
-        raise FileFormatError(
-            f"motion data has {values.size} numbers but Frames: {n_frames} x {n_chan} channels "
-            f"needs {expected} (~{rows:.1f} rows); the file is truncated or a CHANNELS count is "
-            f"wrong", path)
-    if not np.all(np.isfinite(values)):
-        raise FileFormatError("motion data holds NaN or infinite values", path)
+    values = _parse_numbers(body, n_frames, n_chan, path)
     data = values.reshape(n_frames, n_chan)
     return BvhFile(names, np.array(parents), np.array(offsets, float), np.array(ends, float),
                    channels, frame_time, data)
+
+
+def _parse_numbers(body: str, n_frames: int, n_chan: int, path) -> np.ndarray:
+    """The motion block as a flat float array of ``n_frames * n_chan`` finite numbers."""
+    expected = n_frames * n_chan
+    values = None
+    if n_frames and n_chan:
+        try:  # fast path: one row per line, as every exporter writes
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # loadtxt warns on empty input
+                rows = np.loadtxt(body.splitlines(), dtype=np.float64, ndmin=2)
+            if rows.shape == (n_frames, n_chan):
+                values = rows.ravel()
+        except ValueError:
+            pass
+    if values is None:  # any whitespace layout, and precise error messages
+        toks = body.split()
+        try:
+            values = np.array(toks, dtype=np.float64)
+        except ValueError:
+            bad = next(tok for tok in toks if not _is_float(tok))
+            raise FileFormatError(f"motion data holds {bad[:30]!r}, which is not a number",
+                                  path) from None
+    if values.size != expected:
+        # Both a truncated file and a channel count that does not fit the rows end up here.
+        rows_seen = values.size / n_chan if n_chan else 0
+        raise FileFormatError(
+            f"motion data has {values.size} numbers but Frames: {n_frames} x {n_chan} channels "
+            f"needs {expected} (~{rows_seen:.1f} rows); the file is truncated or a CHANNELS "
+            f"count is wrong", path)
+    if not np.all(np.isfinite(values)):
+        raise FileFormatError("motion data holds NaN or infinite values", path)
+    return values
+
+
+def _euler_to_quat(order: str, deg: np.ndarray) -> np.ndarray:
+    """Intrinsic Euler angles ``(N, k)`` in degrees, axes ``order`` (e.g. ``'ZXY'``: rotate about
+    Z, then the new X, then the new Y), to xyzw quaternions ``(N, 4)``: q = q1 * q2 * q3."""
+    half = np.radians(deg) * 0.5
+    q = None
+    for i, axis in enumerate(order):
+        qa = np.zeros((len(deg), 4))
+        qa[:, "XYZ".index(axis)] = np.sin(half[:, i])
+        qa[:, 3] = np.cos(half[:, i])
+        q = qa if q is None else quat.mul(q, qa)
+    return q
 
 
 def _is_float(tok: str) -> bool:
@@ -206,16 +239,6 @@ def _is_float(tok: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _fps_from_frame_time(frame_time: float) -> float:
-    """1 / frame_time, snapped to a whole rate when within the rounding of the written digits
-    (``0.0083333`` -> 120.0, not 120.0005; ``0.016667`` -> 60.0). 29.97 stays 29.97..."""
-    fps = 1.0 / frame_time
-    whole = float(round(fps))
-    if whole > 0 and abs(fps - whole) <= 1e-4 * fps:
-        return whole
-    return fps
 
 
 def _joint_local_frames(bvh: BvhFile) -> tuple[np.ndarray, np.ndarray]:
@@ -241,12 +264,12 @@ def _joint_local_frames(bvh: BvhFile) -> tuple[np.ndarray, np.ndarray]:
             col += 1
         if order:
             groups.setdefault(order, []).append((j, rot_cols))
-    # One scipy call per distinct rotation order, vectorised over frames and joints.
+    # One call per distinct rotation order, vectorised over frames and joints.
     for order, members in groups.items():
         js = [j for j, _ in members]
         cols = np.array([c for _, c in members])                    # (Jg, k)
         ang = bvh.data[:, cols].reshape(-1, len(order))             # (F*Jg, k) degrees
-        q = Rotation.from_euler(order, ang, degrees=True).as_quat()  # uppercase = intrinsic
+        q = _euler_to_quat(order, ang)
         lrot[:, js] = q.reshape(F, len(js), 4)
     return lpos, lrot
 
@@ -350,7 +373,7 @@ def bvh_to_motion(bvh: BvhFile, path="<bvh>", unit: str | None = None, up: str =
                      for ch in bvh.channels} - {""})
     meta = {"path": str(path), "format": "bvh", "unit": unit, "unit_inferred": inferred,
             "up": up, "rotation_orders": orders, "dropped_root": dropped}
-    return Motion(skeleton, _fps_from_frame_time(bvh.frame_time), root_pos,
+    return Motion(skeleton, snap_fps(1.0 / bvh.frame_time), root_pos,
                   quat.normalize(lrot), meta)
 
 

@@ -1,0 +1,30 @@
+"""Shared by the benchmark scripts: the data folder (same rule as the tests) and medians."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import find_data_dir  # noqa: E402  (one rule for tests and benchmarks)
+
+
+def data_dir() -> Path:
+    d = find_data_dir()
+    if d is None:
+        sys.exit("benchmark: shared data folder not found (../shared/data or $PHYSMOCAP_DATA)")
+    return d
+
+
+def median_time(fn, repeats: int) -> tuple[float, list[float]]:
+    """Median wall time (s) of ``fn()`` over ``repeats`` runs, and all the times."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times
