@@ -27,6 +27,10 @@ def atomic_path(path, suffix: str | None = None):
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
                                dir=folder)
     os.close(fd)
+    # mkstemp creates 0600; give the output the permissions a plain open() would (umask).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     try:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:  # data on disk before the rename makes it visible

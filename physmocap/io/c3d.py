@@ -1,0 +1,544 @@
+"""C3D files: ``read_c3d`` -> ``MarkerTrajectories`` (metres, Z up), ``write_c3d`` back.
+
+ezc3d is imported here and nowhere else. Parsing is layered so that no file can crash or hang
+the Python process:
+
+1. A cheap pure-Python check of the 512-byte header and the parameter-section header: empty or
+   short files, wrong magic byte, parameter section outside the file, unknown or MIPS processor
+   (ezc3d cannot read MIPS), and a declared data size (frames x points x bytes) larger than the
+   file, so a corrupt header never makes the parser allocate gigabytes.
+2. ezc3d in strict mode, in-process.
+3. If strict mode fails, ezc3d with ``ignore_bad_formatting=True`` in a child process with a
+   timeout (that mode segfaults on some corrupt parameter sections). A crash or a timeout
+   becomes ``FileFormatError``.
+4. Silent emptiness: a header that declares N > 0 points while ezc3d returns none (a file without
+   POINT parameters, e.g. c3d.org's ``phasespace_sample.c3d``) raises ``FileFormatError``. We
+   deliberately do not decode such data from the header alone: without labels, units or rate
+   parameters nothing downstream could use it safely.
+
+Analog-only files (no 3D points, e.g. ``emgwl.c3d``) read as 0 markers with
+``meta['analog_only'] = True``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..conventions import canonical_unit, infer_length_unit, up_to_zup_matrix, unit_scale
+from ..errors import FileFormatError, ShapeError, UnitError, UnknownNameError
+from ..markers import MarkerTrajectories
+from . import _c3d_child
+from .atomic import atomic_path
+
+__all__ = ["read_c3d", "write_c3d"]
+
+#: Seconds the lenient child parser may take before it is killed.
+CHILD_TIMEOUT = 60.0
+
+_PROCESSORS = {84: "intel", 85: "dec", 86: "mips"}
+
+# Labels of markers that sit high / low on a standing body, to tell +axis from -axis.
+_HEAD = {"LFHD", "RFHD", "LBHD", "RBHD", "HEAD", "C7", "CLAV", "LSHO", "RSHO", "TOP", "VERTEX"}
+_FEET = {"LTOE", "RTOE", "LHEE", "RHEE", "LANK", "RANK", "LMT5", "RMT5", "LMT1", "RMT1",
+         "LHEL", "RHEL", "LCAL", "RCAL"}
+
+# POINT parameters (and TYPE_GROUPS entries) whose labels are model outputs, not markers.
+# ``VIRTUAL`` is the one ``write_c3d`` uses to keep ``is_virtual``.
+_MODEL_GROUPS = ("ANGLES", "FORCES", "MOMENTS", "POWERS", "SCALARS", "REACTIONS", "VIRTUAL")
+_RE_COM = re.compile(r"(?i)^cent(re|er)ofmass")
+_RE_AXES = re.compile(r"^(AXIS[XYZ]|ORIGIN)\w+|^[LR]\w*JC\d*$")
+_RE_UNNAMED = re.compile(r"^[*#]\d*$")
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. header pre-check
+
+
+def _dec_float(b: bytes) -> float:
+    # DEC F-floats: 16-bit words swapped relative to IEEE little-endian, exponent bias off by 2.
+    return struct.unpack("<f", b[2:4] + b[0:2])[0] / 4.0
+
+
+def _precheck(path: Path) -> dict:
+    """Validate the header bytes without a parser; return the raw header fields."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise FileFormatError("file not found; check the path", path) from None
+    if path.is_dir():
+        raise FileFormatError("is a folder, not a C3D file", path)
+    if size == 0:
+        raise FileFormatError("file is empty (0 bytes); re-export it from the capture software", path)
+    if size < 512:
+        raise FileFormatError(
+            f"file is too short for a C3D ({size} bytes; the header alone is 512); it is truncated",
+            path)
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+        if head[1] != 0x50:
+            raise FileFormatError(
+                f"not a C3D file (byte 2 is 0x{head[1]:02x}, a C3D has 0x50); check the file", path)
+        pblock = head[0]
+        poff = (pblock - 1) * 512
+        if pblock < 2 or poff + 4 > size:
+            raise FileFormatError(
+                f"the header's parameter-section pointer (block {pblock}) is invalid for this "
+                f"{size}-byte file; the file is truncated or corrupt", path)
+        fh.seek(poff)
+        phead = fh.read(4)
+    proc = phead[3]
+    if proc == 86:
+        raise FileFormatError(
+            "MIPS (SGI big-endian) C3D files are not supported; convert it to Intel format "
+            "(e.g. with BTK or Mokka) and read that", path)
+    if proc not in _PROCESSORS:
+        raise FileFormatError(
+            f"unknown processor type {proc} in the parameter section (expected 84 Intel or "
+            f"85 DEC); the parameter section is corrupt", path)
+    w = struct.unpack("<256H", head)  # w[k] is the C3D header word k+1; Intel and DEC are LE
+    fl = _dec_float if proc == 85 else (lambda b: struct.unpack("<f", b)[0])
+    h = {"size": size, "processor": _PROCESSORS[proc], "n_points": w[1],
+         "analog_per_frame": w[2], "first_frame": w[3], "last_frame": w[4],
+         "scale": fl(head[12:16]), "data_start": w[8], "rate": fl(head[20:24])}
+    if h["n_points"] or h["analog_per_frame"]:
+        n_frames = h["last_frame"] - h["first_frame"] + 1
+        if n_frames < 0:
+            raise FileFormatError(
+                f"the header's frame range {h['first_frame']}..{h['last_frame']} is invalid; "
+                f"the header is corrupt", path)
+        if h["data_start"] < 2:
+            raise FileFormatError(
+                f"the header puts the data section at block {h['data_start']}; the header is "
+                f"corrupt", path)
+        word = 4 if h["scale"] < 0 else 2  # negative scale = float storage
+        need = n_frames * (4 * h["n_points"] + h["analog_per_frame"]) * word
+        have = size - (h["data_start"] - 1) * 512
+        if need > have:
+            raise FileFormatError(
+                f"the header declares {n_frames} frames of {h['n_points']} points and "
+                f"{h['analog_per_frame']} analog samples ({need} bytes) but the file holds "
+                f"{max(have, 0)} bytes of data; it is truncated or its header is corrupt", path)
+    _check_parameter_records(path, poff, h, size)
+    return h
+
+
+def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
+    """Walk the parameter records as ezc3d does (name, next-record pointer, type, dimensions)
+    and reject a section that runs into the data or declares values larger than the file.
+
+    Why: on c3d.org's ``bad_parameter_section.c3d`` the last pointer leads into the data
+    section and ezc3d's strict mode then allocates ~12 GB in-process before failing; an
+    in-process parser must never see such a file.
+    """
+    # Records must end before the data section (the header's DATA_START is the reliable one:
+    # the parameter's copy and the section's block count are wrong in real files).
+    end = (h["data_start"] - 1) * 512 if h["data_start"] * 512 > poff + 512 else size
+    end = min(end, size, poff + (16 << 20))
+    with open(path, "rb") as fh:
+        fh.seek(poff)
+        b = fh.read(end - poff)
+    corrupt = "the parameter section is corrupt ({}); re-export the file from the capture software"
+    i = 4
+    while True:
+        if i + 2 > len(b):
+            raise FileFormatError(corrupt.format(
+                f"a record at byte {poff + i} runs into the data section or past the end of the file"),
+                path)
+        nlen = abs(struct.unpack_from("b", b, i)[0])
+        gid = struct.unpack_from("b", b, i + 1)[0]
+        if nlen == 0:
+            return  # regular end of the section
+        j = i + 2 + nlen  # the 2-byte pointer to the next record
+        fixed = j + 2 + (1 if gid < 0 else 2)
+        if fixed > len(b):
+            raise FileFormatError(corrupt.format(
+                f"a record at byte {poff + i} runs into the data section or past the end of the file"),
+                path)
+        nxt = struct.unpack_from("<H", b, j)[0]
+        if gid > 0:
+            typ, ndim = struct.unpack_from("b", b, j + 2)[0], b[j + 3]
+            if typ not in (-1, 1, 2, 4):
+                raise FileFormatError(corrupt.format(
+                    f"a parameter at byte {poff + i} has unknown data type {typ}"), path)
+            dims = b[j + 4:j + 4 + ndim]
+            nbytes = abs(typ) * int(np.prod(np.frombuffer(dims, np.uint8), dtype=float))
+            if len(dims) < ndim or j + 4 + ndim + nbytes > len(b):
+                raise FileFormatError(corrupt.format(
+                    f"a parameter at byte {poff + i} declares {nbytes:.0f} bytes of values that do "
+                    f"not fit in the section"), path)
+        if nxt == 0:
+            return  # last record
+        if j + nxt < fixed:
+            raise FileFormatError(corrupt.format(
+                f"the record at byte {poff + i} points backwards"), path)
+        i = j + nxt
+
+
+# ----------------------------------------------------------------------------------------------
+# 2./3. parsing: strict in-process, lenient in a child process
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _child_command(path: Path, out: str) -> list[str]:
+    """The lenient parser's command line (a seam for tests)."""
+    return [sys.executable, "-m", "physmocap.io._c3d_child", str(path), out]
+
+
+def _load_in_child(path: Path, strict_error: str) -> dict:
+    """Lenient ezc3d parse in a child process; crash, timeout or error -> FileFormatError."""
+    root = str(Path(__file__).resolve().parents[2])  # folder holding the physmocap package
+    env = dict(os.environ)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    corrupt = ("the parameter section is corrupt or non-standard (strict parser: "
+               f"{strict_error}; lenient parser: {{how}}); re-export the file from the capture "
+               "software")
+    with tempfile.TemporaryDirectory(prefix="physmocap-c3d-") as tmp:
+        out = os.path.join(tmp, "points.npz")
+        try:
+            proc = subprocess.run(
+                _child_command(path, out), capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=env)
+        except subprocess.TimeoutExpired:
+            raise FileFormatError(corrupt.format(how=f"hung for {CHILD_TIMEOUT:g} s"), path) from None
+        if proc.returncode < 0:
+            raise FileFormatError(corrupt.format(how=f"crashed with signal {-proc.returncode}"),
+                                  path)
+        if proc.returncode != 0 or not os.path.exists(out):
+            why = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+            raise FileFormatError(corrupt.format(how=why), path)
+        return _c3d_child.load_npz(out)
+
+
+def _parse(path: Path) -> tuple[dict, str]:
+    """``(_c3d_child.extract`` dict, parser name``)``."""
+    try:
+        return _c3d_child.load(str(path), lenient=False), "ezc3d"
+    except Exception as exc:  # ezc3d raises OSError/ValueError/RuntimeError on bad files
+        strict_error = _one_line(exc)
+    return _load_in_child(path, strict_error), "ezc3d-lenient-child"
+
+
+# ----------------------------------------------------------------------------------------------
+# labels, subject, virtual points
+
+
+def _param(params: dict, group: str, name: str, default=None):
+    return params.get(group, {}).get(name, default)
+
+
+def _strings(values) -> list[str]:
+    return [str(v).replace("\x00", "").strip() for v in (values or [])]
+
+
+def _numbered(params: dict, group: str, stem: str) -> list[str]:
+    """``STEM + STEM2 + STEM3 …`` (C3D splits long lists of >255 entries; ezc3d does not join)."""
+    g = params.get(group, {})
+    keys = [k for k in g if re.fullmatch(re.escape(stem) + r"\d*", k)]
+    keys.sort(key=lambda k: int(k[len(stem):] or 1))
+    out: list[str] = []
+    for k in keys:
+        if all(isinstance(v, str) for v in g[k]):  # text parameters only
+            out += _strings(g[k])
+    return out
+
+
+def _split_prefix(label: str, prefixes: list[str]) -> tuple[str, str]:
+    """``('Name', 'LFHD')`` for ``'Name:LFHD'``."""
+    for p in prefixes:
+        if p and label.startswith(p):
+            return p.rstrip(":").strip(), label[len(p):].strip()
+    if ":" in label:
+        subj, _, rest = label.partition(":")
+        return subj.strip(), rest.strip()
+    return "", label
+
+
+def _labels_and_subject(params: dict, n: int) -> tuple[list[str], str, list[str]]:
+    """``(labels (n,), subject, prefixes)``: LABELS + LABELS2 + …, cut or padded to ``n``,
+    subject prefixes removed; the subject from the prefixes, else SUBJECTS:NAMES/SUBJECT:NAME."""
+    raw = _numbered(params, "POINT", "LABELS")[:n]
+    raw += [""] * (n - len(raw))
+    prefixes = [p for p in _strings(_param(params, "SUBJECTS", "LABEL_PREFIXES")) if p]
+    split = [_split_prefix(l, prefixes) for l in raw]
+    labels = [s[1] for s in split]
+    subjects = [s[0] for s in split if s[0]]
+    subject = max(set(subjects), key=subjects.count) if subjects else ""
+    if not subject:
+        names = [s for s in _strings(_param(params, "SUBJECTS", "NAMES")) if s]
+        names = names or [s for s in _strings(_param(params, "SUBJECT", "NAME")) if s]
+        subject = names[0] if names else ""
+    return labels, subject, prefixes
+
+
+def _virtual(labels: list[str], params: dict, residuals: np.ndarray, prefixes) -> np.ndarray:
+    """``(N,)`` bool, True for points that are not physical markers. Any of:
+
+    (a) listed in POINT:ANGLES/FORCES/MOMENTS/POWERS/SCALARS/REACTIONS/VIRTUAL (and their
+        ``…2`` continuations) or in a POINT parameter named by POINT:TYPE_GROUPS;
+    (b) a segment frame: stem + O/A/L/P with all four present (PELO, PELA, PELL, PELP);
+    (c) CentreOfMass*; (d) AXISX…/ORIGIN…/[LR]…JC joint centres and axes;
+    (e) unnamed: '' or ``*17`` / ``#``;
+    (f) residual exactly 0 in every frame in a file where some residual is > 0 (Vicon's
+        computed points; a fully missing marker has residual -1, so it is not caught).
+    Label patterns alone cannot do it: LMT5, RFT1 end in digits and are markers.
+    """
+    n = len(labels)
+    point = params.get("POINT", {})
+    groups = set(_MODEL_GROUPS) | {g.upper() for g in _strings(point.get("TYPE_GROUPS"))}
+    model: set[str] = set()
+    for g in groups - {"LABELS", "DESCRIPTIONS", "UNITS"}:
+        model |= {_split_prefix(v, prefixes)[1] for v in _numbered(params, "POINT", g)}
+    present = set(labels)
+    virt = np.zeros(n, bool)
+    for i, l in enumerate(labels):
+        stem = l[:-1]
+        virt[i] = (
+            l in model                                                            # (a) model output
+            or (len(l) >= 2 and l[-1] in "OALP"
+                and all(stem + c in present for c in "OALP"))                     # (b) segment frame
+            or bool(_RE_COM.match(l)) or bool(_RE_AXES.match(l))                  # (c), (d)
+            or l == "" or bool(_RE_UNNAMED.match(l)))                             # (e) unnamed
+    # (f) Vicon computed points: residual exactly 0 in every frame while real markers have > 0.
+    if residuals.size and np.any(residuals > 0):
+        virt |= np.all(residuals == 0, axis=1)
+    return virt
+
+
+def _unique(labels: list[str], path: Path) -> list[str]:
+    """Empty labels -> ``*<index>``; duplicates -> ``LFHD_2`` (with a warning)."""
+    labels = [l if l else f"*{i}" for i, l in enumerate(labels)]
+    seen: set[str] = set()
+    taken = set(labels)
+    out, dups = [], []
+    for l in labels:
+        if l in seen:
+            k = 2
+            while f"{l}_{k}" in taken:
+                k += 1
+            dups.append(l)
+            new = f"{l}_{k}"
+            taken.add(new)
+            seen.add(new)
+            out.append(new)
+        else:
+            seen.add(l)
+            out.append(l)
+    if dups:
+        shown = ", ".join(sorted(set(dups))[:8])
+        warnings.warn(f"{path}: duplicate point labels renamed with _2, _3, …: {shown}",
+                      stacklevel=3)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# units and vertical axis, from physical markers only (model outputs are angles, forces, …)
+
+
+def _frame_extent(pos: np.ndarray) -> np.ndarray:
+    """``(F, 3)`` per-frame spread of the markers along x, y, z (NaN with < 2 markers)."""
+    valid = ~np.isnan(pos[..., 0])
+    enough = valid.sum(axis=1) >= 2
+    ext = np.full((pos.shape[0], 3), np.nan)
+    if np.any(enough):
+        p = pos[enough]
+        ext[enough] = np.nanmax(p, axis=1) - np.nanmin(p, axis=1)
+    return ext
+
+
+def _median_extent(pos: np.ndarray) -> np.ndarray:
+    ext = _frame_extent(pos)
+    ok = ~np.isnan(ext[:, 0])
+    return np.median(ext[ok], axis=0) if np.any(ok) else np.full(3, np.nan)
+
+
+def _unit(params: dict, pos: np.ndarray, path: Path) -> tuple[str, float, str]:
+    """``(unit, metres per unit, source)``; source is declared, inferred or assumed."""
+    declared = next((u for u in _strings(_param(params, "POINT", "UNITS")) if u), "")
+    if declared:
+        try:
+            return canonical_unit(declared), unit_scale(declared), "declared"
+        except UnitError:
+            pass
+    what = f"POINT:UNITS {declared!r} is not a length unit" if declared else "no POINT:UNITS"
+    ext = _median_extent(pos)
+    if np.all(np.isnan(ext)) or np.nanmax(ext) <= 0:
+        warnings.warn(f"{path}: {what} and no valid marker data to infer it from; assuming mm",
+                      stacklevel=3)
+        return "mm", unit_scale("mm"), "assumed"
+    unit = infer_length_unit(float(np.nanmax(ext)), candidates=("m", "cm", "mm"))
+    warnings.warn(f"{path}: {what}; inferred {unit} from the size of the marker cloud",
+                  stacklevel=3)
+    return unit, unit_scale(unit), "inferred"
+
+
+def _detect_up(pos: np.ndarray, labels: list[str]) -> str | None:
+    """Signed vertical axis of ``pos (F, M, 3)`` in metres, or None with no usable data.
+
+    Axis: the largest median per-frame spread of the markers (a standing or moving person is
+    taller than wide). Sign: head markers above foot markers when labelled, else the floor is
+    taken to be the end of the range nearer the origin (labs put the origin on the floor).
+    """
+    ext = _median_extent(pos)
+    if np.all(np.isnan(ext)):
+        return None
+    axis = int(np.nanargmax(ext))
+    name = "xyz"[axis]
+    up_lab = [i for i, l in enumerate(labels) if l.upper() in _HEAD]
+    dn_lab = [i for i, l in enumerate(labels) if l.upper() in _FEET]
+    if up_lab and dn_lab:
+        with warnings.catch_warnings():  # all-NaN frames are expected in gappy data
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = np.nanmean(pos[:, up_lab, axis], axis=1) - np.nanmean(pos[:, dn_lab, axis], axis=1)
+        d = d[~np.isnan(d)]
+        if d.size and abs(np.median(d)) > 0.1 * ext[axis]:
+            return name if np.median(d) > 0 else "-" + name
+    vals = pos[..., axis][~np.isnan(pos[..., axis])]
+    lo, hi = np.percentile(vals, [2, 98])
+    return name if abs(lo) <= abs(hi) else "-" + name
+
+
+# ----------------------------------------------------------------------------------------------
+# public API
+
+
+def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTrajectories:
+    """Read a C3D file into ``MarkerTrajectories`` (metres, Z-up world).
+
+    Args:
+        path: the ``.c3d`` file (never modified).
+        up: the file's vertical axis (``'z'``, ``'y'``, ``'-y'``, …) or None to detect it from
+            the markers; data are rotated (proper rotation) so that it becomes +Z.
+        points: ``'markers'`` (physical markers only) or ``'all'`` (also virtual points and
+            model outputs, flagged in ``is_virtual``; non-length outputs such as angles or
+            forces are scaled and rotated like positions and mean nothing as positions).
+
+    Returns:
+        ``MarkerTrajectories`` with ``pos (F, M, 3)`` m, NaN where a sample is invalid (residual
+        < 0, NaN, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
+        (declared|inferred|assumed), up, up_source (declared|detected|assumed — assumed only when
+        there is no valid marker data, then +z), first_frame (1-based, as in the header),
+        n_points_in_file, n_virtual, processor, parser, analog_rate (when the file has analog
+        channels), analog_only (True for files with analog data but no points).
+
+    Raises:
+        FileFormatError: empty, truncated, corrupt or unsupported (MIPS) files; files whose
+            header declares points that the parser cannot find.
+        UnitError: an unknown ``up``.
+    """
+    path = Path(path)
+    R = None if up is None else up_to_zup_matrix(up)  # validates ``up`` before any work
+    if points not in ("markers", "all"):
+        raise UnknownNameError(f"unknown points option {points!r}; known: markers, all")
+    hdr = _precheck(path)
+    raw, parser = _parse(path)
+    params = raw["params"]
+
+    pts = np.asarray(raw["points"], float)  # (3, N, F) file units
+    n, n_frames = pts.shape[1], pts.shape[2]
+    if hdr["n_points"] > 0 and n == 0:
+        raise FileFormatError(
+            f"has 3D data for {hdr['n_points']} points but no POINT parameters (labels, units, "
+            f"rate); cannot read it safely", path)
+    analog_used = int((_param(params, "ANALOG", "USED") or [0])[0] or 0)
+    rate = float((_param(params, "POINT", "RATE") or [0.0])[0] or 0.0)
+    if not (np.isfinite(rate) and rate > 0):
+        rate = float(raw["header"].get("frame_rate") or hdr["rate"] or 0.0)
+    if not (np.isfinite(rate) and rate > 0):
+        raise FileFormatError("has no valid frame rate (POINT:RATE or header); cannot read it", path)
+
+    pos = np.transpose(pts, (2, 1, 0)).copy()  # (F, N, 3)
+    res = np.asarray(raw["residuals"], float).reshape(n, n_frames)
+    bad = (res.T < 0) | np.isnan(pos).any(axis=2) | np.all(pos == 0.0, axis=2)
+    pos[bad] = np.nan
+
+    labels, subject, prefixes = _labels_and_subject(params, n)
+    virt = _virtual(labels, params, res, prefixes)
+    labels = _unique(labels, path)
+
+    unit, scale, unit_source = _unit(params, pos[:, ~virt], path)
+    pos *= scale
+
+    if R is not None:
+        up_name, up_source = str(up).strip().lower(), "declared"
+    else:
+        det = _detect_up(pos[:, ~virt], [l for l, v in zip(labels, virt) if not v])
+        up_name, up_source = (det, "detected") if det else ("z", "assumed")
+        R = up_to_zup_matrix(up_name)
+        if det and det != "z":
+            warnings.warn(f"{path}: vertical axis detected as {det if det[0] == '-' else '+' + det}"
+                          f", rotated to +Z; pass up= to override", stacklevel=2)
+    if up_name != "z":
+        pos = pos @ R.T
+
+    meta = {
+        "path": str(path), "format": "c3d", "unit": unit, "unit_source": unit_source,
+        "up": up_name, "up_source": up_source, "first_frame": int(hdr["first_frame"]),
+        "n_points_in_file": n, "n_virtual": int(virt.sum()), "processor": hdr["processor"],
+        "parser": parser,
+    }
+    if analog_used > 0 or hdr["analog_per_frame"] > 0:
+        arate = float((_param(params, "ANALOG", "RATE") or [0.0])[0] or 0.0)
+        if arate > 0:
+            meta["analog_rate"] = arate
+        if n == 0:
+            meta["analog_only"] = True
+    keep = ~virt if points == "markers" else np.ones(n, bool)
+    return MarkerTrajectories(
+        labels=tuple(l for l, k in zip(labels, keep) if k), fps=rate, pos=pos[:, keep],
+        is_virtual=virt[keep], subject=subject, meta=meta)
+
+
+def write_c3d(markers: MarkerTrajectories, path) -> None:
+    """Write ``markers`` as a C3D (mm, float storage, Z up), atomically.
+
+    Missing samples (NaN in ``pos (F, M, 3)`` m) are written with residual -1, the C3D flag for
+    invalid that every reader honours. Virtual points are listed in ``POINT:VIRTUAL`` (and
+    described as ``'virtual'``), which ``read_c3d`` uses to restore ``is_virtual``; the subject goes to
+    ``SUBJECTS:NAMES``. ``markers`` is not modified.
+    """
+    import ezc3d
+
+    pos = np.asarray(markers.pos, dtype=float)
+    n_frames, m = pos.shape[0], pos.shape[1]
+    if m == 0:
+        raise ShapeError("cannot write a C3D without points (0 markers)")
+    labels = [str(l) for l in markers.labels]
+    virt = np.asarray(markers.is_virtual, bool)
+    pts = np.ones((4, m, n_frames))
+    pts[:3] = np.transpose(pos, (2, 1, 0)) * 1000.0  # m -> mm, new array
+    missing = np.isnan(pts[:3]).any(axis=0)  # (M, F)
+    pts[:3, missing] = np.nan
+    res = np.zeros((1, m, n_frames))
+    res[0, missing] = -1.0  # ezc3d does not derive this from NaN; without it NaN looks valid
+
+    c = ezc3d.c3d()
+    point = c["parameters"]["POINT"]
+    point["RATE"]["value"] = [float(markers.fps)]
+    point["LABELS"]["value"] = tuple(labels)
+    if m <= 255:  # ezc3d splits LABELS past 255 entries itself but not DESCRIPTIONS
+        point["DESCRIPTIONS"]["value"] = tuple("virtual" if v else "marker" for v in virt)
+    point["UNITS"]["value"] = ["mm"]
+    c["data"]["points"] = pts
+    c["data"]["meta_points"] = {"residuals": res,
+                                "camera_masks": np.zeros((7, m, n_frames), dtype=bool)}
+    c.add_parameter("POINT", "X_SCREEN", ["+X"])
+    c.add_parameter("POINT", "Y_SCREEN", ["+Z"])
+    vlabels = [l for l, v in zip(labels, virt) if v]
+    for k in range(0, len(vlabels), 255):  # a C3D dimension is one byte: VIRTUAL, VIRTUAL2, …
+        c.add_parameter("POINT", "VIRTUAL" + (str(k // 255 + 1) if k else ""), vlabels[k:k + 255])
+    if markers.subject:
+        c.add_parameter("SUBJECTS", "NAMES", [markers.subject])
+    # The temporary name ends in .c3d, so ezc3d does not append another extension.
+    with atomic_path(path, suffix=".tmp.c3d") as tmp:
+        c.write(str(tmp))

@@ -1,0 +1,377 @@
+"""io.c3d against every real C3D in ../shared/data (c3d/ and c3d-odd/) and crafted copies.
+
+Expected values come from the C3D findings report (which corrects data/README.md: the PiG files
+hold 35 physical markers, not 39; phasespace_sample has no parameters; Dance fails in ezc3d).
+Crafted files are copies in ``tmp_path``; the shared data are only read.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physmocap.errors import FileFormatError, PhysmocapError, UnitError, UnknownNameError
+from physmocap.io import c3d as c3dmod
+from physmocap.io.c3d import read_c3d, write_c3d
+from physmocap.markers import MarkerTrajectories
+
+ezc3d = pytest.importorskip("ezc3d")
+
+# relative path -> (markers, all points, fps, unit, up, frames, first_frame)
+GOOD = {
+    "c3d/c3dorg/nexgen_test1_metres.c3d": (40, 40, 128.0, "m", "y", 721, 1),
+    "c3d/cmu/01_01.c3d": (42, 42, 120.0, "mm", "z", 2751, 40),
+    "c3d/cmu/02_01.c3d": (41, 41, 120.0, "mm", "z", 343, 50),
+    "c3d/cmu/16_57.c3d": (41, 330, 120.0, "mm", "z", 268, 331),
+    "c3d/pig/PiG_Calibration-FlatFoot-Full.c3d": (35, 137, 100.0, "mm", "z", 94, 30),
+    "c3d/pig/PiG_Motion-FlatFoot-Full.c3d": (35, 193, 100.0, "mm", "z", 315, 148),
+    "c3d-odd/Eb015pi.c3d": (26, 26, 50.0, "mm", "z", 450, 1),
+    "c3d-odd/Eb015vr.c3d": (26, 26, 50.0, "mm", "z", 450, 1),
+    "c3d-odd/TESTCPI.c3d": (26, 26, 50.0, "mm", "z", 450, 1),
+    "c3d-odd/PiG_Calibration-FlatFoot-One.c3d": (35, 138, 100.0, "mm", "z", 1, 140),
+    "c3d-odd/bigparlove.c3d": (33, 205, 200.0, "mm", "z", 323, 1),
+    "c3d-odd/emgwl.c3d": (0, 0, 50.0, "mm", "z", 501, 0),
+    "c3d-odd/giant.c3d": (29, 29, 50.0, "mm", "z", 355, 1),
+    "c3d-odd/parameterOverflow.c3d": (45, 142, 100.0, "mm", "z", 101, 1),
+}
+# c3d-odd files that must raise FileFormatError, with a word the message must contain.
+BAD = {
+    "c3d-odd/Dance.c3d": "OFFSET parameter is not an INT",
+    "c3d-odd/Eb015si.c3d": "MIPS",
+    "c3d-odd/Empty.c3d": "file is empty",
+    "c3d-odd/bad_parameter_section.c3d": "parameter section is corrupt",
+    "c3d-odd/phasespace_sample.c3d": "has 3D data for 40 points but no POINT parameters",
+}
+HEAD = ["LFHD", "RFHD", "LBHD", "RBHD"]
+FEET = ["LTOE", "RTOE", "LHEE", "RHEE"]
+
+
+def quiet_read(path, **kw) -> MarkerTrajectories:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_c3d(path, **kw)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------- inventory
+
+def test_every_data_file_has_an_expected_outcome(data_dir):
+    found = {str(p.relative_to(data_dir)) for p in data_dir.glob("c3d/**/*.c3d")}
+    found |= {str(p.relative_to(data_dir)) for p in data_dir.glob("c3d-odd/*.c3d")}
+    assert found == set(GOOD) | set(BAD)
+
+
+@pytest.mark.parametrize("rel", sorted(GOOD))
+def test_reads_counts_rates_units(data_dir, rel):
+    n_markers, n_all, fps, unit, up, frames, first = GOOD[rel]
+    m = quiet_read(data_dir / rel)
+    a = quiet_read(data_dir / rel, points="all")
+    assert len(m.labels) == n_markers and not m.is_virtual.any()
+    assert len(a.labels) == n_all and a.is_virtual.sum() == n_all - n_markers
+    assert m.fps == fps and m.n_frames == frames and m.pos.shape == (frames, n_markers, 3)
+    assert m.meta["unit"] == unit and m.meta["up"] == up
+    assert m.meta["format"] == "c3d" and m.meta["path"] == str(data_dir / rel)
+    assert m.meta["first_frame"] == first and m.meta["n_points_in_file"] == n_all
+    assert not any(":" in l for l in a.labels)  # subject prefixes stripped
+    valid = m.pos[~np.isnan(m.pos)]
+    if valid.size:  # plausible positions in metres: a lab a few metres wide
+        assert np.abs(valid).max() < 10.0
+        assert np.nanmin(m.pos[..., 2]) > -0.1 and np.nanmax(m.pos[..., 2]) < 2.2
+
+
+@pytest.mark.parametrize("rel", sorted(BAD))
+def test_bad_files_raise_one_line(data_dir, rel):
+    t0 = time.perf_counter()
+    with pytest.raises(FileFormatError) as info:
+        read_c3d(data_dir / rel)
+    msg = str(info.value)
+    assert BAD[rel] in msg and "\n" not in msg
+    assert info.value.path == str(data_dir / rel) and msg.startswith(str(data_dir / rel))
+    assert time.perf_counter() - t0 < 20
+
+
+def test_inputs_unchanged_after_reading(data_dir):
+    files = sorted(data_dir.glob("c3d/**/*.c3d")) + sorted(data_dir.glob("c3d-odd/*.c3d"))
+    before = {p: sha256(p) for p in files}
+    for p in files:
+        try:
+            quiet_read(p, points="all")
+        except FileFormatError:
+            pass
+    assert {p: sha256(p) for p in files} == before
+
+
+# ---------------------------------------------------------------------------------- contents
+
+def test_eb015_integer_and_dec_float_agree(data_dir):
+    pi = quiet_read(data_dir / "c3d-odd/Eb015pi.c3d")
+    vr = quiet_read(data_dir / "c3d-odd/Eb015vr.c3d")
+    cpi = quiet_read(data_dir / "c3d-odd/TESTCPI.c3d")
+    assert pi.labels == vr.labels == cpi.labels
+    assert np.array_equal(np.isnan(pi.pos), np.isnan(vr.pos))
+    np.testing.assert_allclose(pi.pos, vr.pos, atol=1e-4, rtol=0)  # 0.1 mm
+    assert np.array_equal(pi.pos, cpi.pos, equal_nan=True)
+    assert 0.01 < np.isnan(pi.pos[..., 0]).mean() < 0.03  # 1.93 % missing
+    assert vr.meta["processor"] == "dec" and pi.meta["processor"] == "intel"
+
+
+def test_nexgen_is_y_up_and_rotated(data_dir):
+    path = data_dir / "c3d/c3dorg/nexgen_test1_metres.c3d"
+    with pytest.warns(UserWarning, match=r"nexgen_test1_metres\.c3d.*\+y"):
+        m = read_c3d(path)
+    assert m.meta["up"] == "y" and m.meta["up_source"] == "detected"
+    assert m.meta["unit"] == "m" and m.meta["unit_source"] == "declared"
+    z = m.pos[..., 2]
+    d = m.pos[:, [m.index(l) for l in HEAD], 2].mean(1) - m.pos[:, [m.index(l) for l in FEET], 2].mean(1)
+    assert np.all(d > 1.2)  # head above the feet in every frame
+    assert np.nanmin(z) > -0.05 and 1.5 < np.nanmax(z) < 2.2
+    raw = read_c3d(path, up="z")  # declared: no rotation, no warning
+    assert raw.meta["up_source"] == "declared"
+    R = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
+    np.testing.assert_allclose(m.pos, raw.pos @ R.T, atol=1e-12)
+    assert np.isclose(np.linalg.det(R), 1.0)
+    flipped = read_c3d(path, up="-y")
+    np.testing.assert_allclose(flipped.pos[..., 2], -m.pos[..., 2], atol=1e-12)
+
+
+def test_cmu_16_57_labels_subject_and_virtual_points(data_dir):
+    a = quiet_read(data_dir / "c3d/cmu/16_57.c3d", points="all")
+    assert a.subject == "Justin_Nancy" and len(set(a.labels)) == 330
+    assert a.labels[:4] == ("LFHD", "RFHD", "LBHD", "RBHD")
+    assert a.labels[255] == "LULN6" and a.labels[-1] == "RTB8"  # LABELS2 joined
+    assert not a.is_virtual[:41].any() and a.is_virtual[41:].all()
+    m = quiet_read(data_dir / "c3d/cmu/16_57.c3d")
+    assert m.labels == a.labels[:41]
+    np.testing.assert_array_equal(m.pos, a.pos[:, :41])
+
+
+def test_pig_motion_markers_and_model_outputs(data_dir):
+    a = quiet_read(data_dir / "c3d/pig/PiG_Motion-FlatFoot-Full.c3d", points="all")
+    virt = {l for l, v in zip(a.labels, a.is_virtual) if v}
+    assert {"LKneeAngles", "PELO", "PELA", "CentreOfMass", "CentreOfMassFloor",
+            "LGroundReactionForce"} <= virt
+    m = quiet_read(data_dir / "c3d/pig/PiG_Motion-FlatFoot-Full.c3d")
+    assert "LFHD" in m.labels and "RBAK" in m.labels and m.subject == "BELT_C"
+    assert 25 <= m.gap_frames()["LFHD"] <= 35  # the 30-frame gap
+
+
+def test_missing_samples_are_nan(data_dir):
+    po = quiet_read(data_dir / "c3d-odd/parameterOverflow.c3d")  # zeros with residual 0
+    assert np.isnan(po.pos).all()
+    cmu = quiet_read(data_dir / "c3d/cmu/01_01.c3d")  # residual -1
+    assert 0.02 < np.isnan(cmu.pos[..., 0]).mean() < 0.03
+    assert np.array_equal(np.isnan(cmu.pos).any(-1), np.isnan(cmu.pos).all(-1))
+
+
+def test_giant_all_missing_unit_assumed_and_duplicates(data_dir):
+    path = data_dir / "c3d-odd/giant.c3d"
+    with pytest.warns(UserWarning) as rec:
+        m = read_c3d(path)
+    msgs = [str(w.message) for w in rec]
+    assert any("giant.c3d" in s and "assuming mm" in s for s in msgs)
+    assert any("giant.c3d" in s and "duplicate" in s for s in msgs)
+    assert m.meta["unit_source"] == "assumed" and m.meta["up_source"] == "assumed"
+    assert np.isnan(m.pos).all() and "100000_2" in m.labels and len(set(m.labels)) == 29
+
+
+def test_analog_only_file(data_dir):
+    m = read_c3d(data_dir / "c3d-odd/emgwl.c3d")
+    assert m.pos.shape == (501, 0, 3) and m.meta["analog_only"] is True
+    assert m.meta["analog_rate"] > 0
+
+
+def test_dance_goes_through_the_lenient_child(data_dir, monkeypatch):
+    called = []
+    real = c3dmod._load_in_child
+    monkeypatch.setattr(c3dmod, "_load_in_child", lambda *a: called.append(a) or real(*a))
+    with pytest.raises(FileFormatError, match="lenient parser"):
+        read_c3d(data_dir / "c3d-odd/Dance.c3d")
+    assert called
+
+
+def test_lenient_child_transports_data_exactly(data_dir, monkeypatch):
+    path = data_dir / "c3d/cmu/16_57.c3d"
+    strict = quiet_read(path, points="all")
+
+    def fail(p, lenient=False):
+        raise OSError("pretend strict parsing failed")
+    monkeypatch.setattr(c3dmod._c3d_child, "load", fail)
+    child = quiet_read(path, points="all")
+    assert child.meta["parser"] == "ezc3d-lenient-child"
+    assert child.labels == strict.labels and child.subject == strict.subject
+    np.testing.assert_array_equal(child.is_virtual, strict.is_virtual)
+    assert np.array_equal(child.pos, strict.pos, equal_nan=True)
+
+
+@pytest.mark.parametrize("code, match", [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", "crashed with signal"),
+    ("import time; time.sleep(30)", "hung for"),
+])
+def test_child_crash_or_hang_is_a_file_format_error(data_dir, monkeypatch, code, match):
+    if sys.platform.startswith("win") and "SIGSEGV" in code:
+        pytest.skip("POSIX signals")
+    monkeypatch.setattr(c3dmod, "_child_command", lambda p, out: [sys.executable, "-c", code])
+    monkeypatch.setattr(c3dmod, "CHILD_TIMEOUT", 1.0)
+    with pytest.raises(FileFormatError, match=match):
+        read_c3d(data_dir / "c3d-odd/Dance.c3d")
+
+
+# ---------------------------------------------------------------------------------- crafted headers
+
+def _patched(src: Path, dst: Path, patches: dict[int, bytes], size: int | None = None) -> Path:
+    b = bytearray(src.read_bytes() if size is None else src.read_bytes()[:size])
+    for off, val in patches.items():
+        b[off:off + len(val)] = val
+    dst.write_bytes(bytes(b))
+    return dst
+
+
+@pytest.mark.parametrize("name, patches, size, match", [
+    # 65535 points x 65535 frames (68 GB of data) declared in a 156 kB file
+    ("huge.c3d", {2: struct.pack("<H", 65535), 8: struct.pack("<H", 65535)}, None, "header declares"),
+    ("frames.c3d", {8: struct.pack("<H", 65535)}, None, "header declares"),
+    ("truncated.c3d", {}, 100_000, "header declares"),
+    ("short.c3d", {}, 300, "too short"),
+    ("magic.c3d", {1: b"\x51"}, None, "not a C3D"),
+    ("param.c3d", {0: b"\xff"}, 100_000, "parameter-section pointer"),
+    ("param1.c3d", {0: b"\x01"}, None, "parameter-section pointer"),
+    ("mips.c3d", {512 + 3: bytes([86])}, None, "MIPS"),
+    ("proc.c3d", {512 + 3: bytes([99])}, None, "unknown processor"),
+    ("pointer.c3d", {512 + 4 + 2 + 5: struct.pack("<H", 1)}, None, "parameter section is corrupt"),
+])
+def test_crafted_headers_fail_fast(data_dir, tmp_path, name, patches, size, match):
+    src = data_dir / "c3d-odd/Eb015pi.c3d"
+    path = _patched(src, tmp_path / name, patches, size)
+    t0 = time.perf_counter()
+    with pytest.raises(FileFormatError, match=match):
+        read_c3d(path)
+    assert time.perf_counter() - t0 < 2.0  # rejected before any parser allocates
+
+
+def test_missing_file_and_bad_options(data_dir, tmp_path):
+    with pytest.raises(FileFormatError, match="not found"):
+        read_c3d(tmp_path / "nope.c3d")
+    with pytest.raises(UnitError, match="unknown up axis"):
+        read_c3d(data_dir / "c3d/cmu/02_01.c3d", up="w")
+    with pytest.raises(UnknownNameError, match="markers, all"):
+        read_c3d(data_dir / "c3d/cmu/02_01.c3d", points="virtual")
+
+
+# ---------------------------------------------------------------------------------- writing
+
+def _synthetic(rng, frames=20, m=5, virtual=True) -> MarkerTrajectories:
+    pos = rng.uniform(-2.0, 2.0, (frames, m, 3))
+    pos[rng.random((frames, m)) < 0.15] = np.nan
+    virt = np.zeros(m, bool)
+    if virtual:
+        virt[-1] = True
+    return MarkerTrajectories(labels=[f"M{i}" for i in range(m)], fps=240.0, pos=pos,
+                              is_virtual=virt, subject="Ann")
+
+
+def test_write_read_round_trip(rng, tmp_path):
+    mk = _synthetic(rng)
+    before = mk.pos.copy()
+    path = tmp_path / "out.c3d"
+    write_c3d(mk, path)
+    assert np.array_equal(mk.pos, before, equal_nan=True)  # input untouched
+    assert [p.name for p in tmp_path.iterdir()] == ["out.c3d"]  # no temporary left
+
+    c = ezc3d.c3d(str(path))  # another reader sees the same data, NaN as residual -1
+    pts = c["data"]["points"]
+    res = c["data"]["meta_points"]["residuals"][0]
+    assert c["parameters"]["POINT"]["UNITS"]["value"] == ["mm"]
+    assert c["parameters"]["POINT"]["RATE"]["value"][0] == 240.0
+    assert tuple(c["parameters"]["POINT"]["LABELS"]["value"]) == mk.labels
+    miss = np.isnan(mk.pos).any(-1).T
+    assert np.array_equal(res < 0, miss)
+    np.testing.assert_allclose(pts[:3].transpose(2, 1, 0) / 1000, mk.pos, atol=1e-6)
+
+    back = read_c3d(path, points="all", up="z")
+    assert back.labels == mk.labels and back.fps == 240.0 and back.subject == "Ann"
+    np.testing.assert_array_equal(back.is_virtual, mk.is_virtual)
+    assert np.array_equal(np.isnan(back.pos), np.isnan(mk.pos))
+    np.testing.assert_allclose(back.pos, mk.pos, atol=1e-6)
+    assert read_c3d(path, up="z").labels == mk.labels[:-1]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frames=st.integers(1, 30), m=st.integers(1, 8), seed=st.integers(0, 2**32 - 1))
+def test_round_trip_property(tmp_path, frames, m, seed):
+    mk = _synthetic(np.random.default_rng(seed), frames, m, virtual=m > 1)
+    path = tmp_path / "p.c3d"
+    write_c3d(mk, path)
+    back = read_c3d(path, points="all", up="z")
+    assert back.labels == mk.labels and np.array_equal(back.is_virtual, mk.is_virtual)
+    assert np.array_equal(np.isnan(back.pos), np.isnan(mk.pos))
+    np.testing.assert_allclose(back.pos, mk.pos, atol=1e-6)
+
+
+def test_real_file_round_trip_over_255_points(data_dir, tmp_path):
+    a = quiet_read(data_dir / "c3d/cmu/16_57.c3d", points="all")
+    path = tmp_path / "16_57.c3d"
+    write_c3d(a, path)
+    back = read_c3d(path, points="all")  # realistic data: detection finds +z, no warning
+    assert back.meta["up"] == "z" and back.labels == a.labels
+    np.testing.assert_array_equal(back.is_virtual, a.is_virtual)
+    assert np.array_equal(np.isnan(back.pos), np.isnan(a.pos))
+    np.testing.assert_allclose(back.pos, a.pos, atol=1e-6)
+    write_c3d(a.markers_only(), path)  # overwrite in place
+    assert len(read_c3d(path).labels) == 41
+
+
+def test_write_into_missing_folder_fails_cleanly(rng, tmp_path):
+    with pytest.raises(PhysmocapError, match="does not exist"):
+        write_c3d(_synthetic(rng), tmp_path / "no" / "out.c3d")
+
+
+def _blank_units(path: Path, new: bytes) -> None:
+    b = bytearray(path.read_bytes())
+    i = b.find(b"UNITS")  # first UNITS record is POINT:UNITS (one 2-char value 'mm')
+    k = b.find(b"mm", i)
+    assert 0 < k - i < 16
+    b[k:k + 2] = new
+    path.write_bytes(bytes(b))
+
+
+@pytest.mark.parametrize("scale, new, unit, source", [
+    (1.0, b"  ", "mm", "inferred"),
+    (1e-3, b"  ", "m", "inferred"),
+    (1.0, b"MM", "mm", "declared"),
+])
+def test_unit_inference_warns_with_file_name(data_dir, tmp_path, scale, new, unit, source):
+    src = quiet_read(data_dir / "c3d/cmu/02_01.c3d")
+    mk = MarkerTrajectories(labels=src.labels, fps=src.fps, pos=src.pos * scale)
+    path = tmp_path / "nounit.c3d"
+    write_c3d(mk, path)
+    _blank_units(path, new)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        back = read_c3d(path)
+    assert back.meta["unit"] == unit and back.meta["unit_source"] == source
+    np.testing.assert_allclose(back.pos, src.pos, atol=1e-6)  # inferred unit undoes the scale
+    unit_warnings = [str(w.message) for w in rec if "POINT:UNITS" in str(w.message)]
+    if source == "inferred":
+        assert len(unit_warnings) == 1 and "nounit.c3d" in unit_warnings[0]
+        assert "\n" not in unit_warnings[0]
+    else:
+        assert not unit_warnings
+
+
+def test_exact_origin_sample_reads_as_missing(tmp_path):
+    pos = np.ones((3, 2, 3))
+    pos[1, 0] = 0.0
+    write_c3d(MarkerTrajectories(labels=["A", "B"], fps=100, pos=pos), tmp_path / "z.c3d")
+    back = read_c3d(tmp_path / "z.c3d", up="z")
+    assert np.isnan(back.pos[1, 0]).all() and np.isfinite(back.pos[[0, 2]]).all()
