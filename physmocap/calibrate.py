@@ -1,0 +1,171 @@
+"""Subject calibration: limb lengths and marker offsets fitted to one person, then fixed.
+
+The template body is first scaled to the subject's size. Then two steps alternate on a set of
+well-observed frames:
+
+1. poses: the kinematic solver fits every chosen frame with the current skeleton and offsets;
+2. shape: with those global rotations held, every marker position is *linear* in the unknown
+   root positions, bone offsets and marker offsets (x = root + sum of R_parent(a) o_a over the
+   chain + R_body u), so one linear least-squares solve gives the best limb lengths and marker
+   offsets for all frames at once. Weak priors toward the scaled template keep the split between
+   "a longer bone" and "a marker further out" well posed where the motion does not decide it.
+
+Limb lengths are then fixed for the whole take: that is the point of the method.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .errors import PhysmocapError
+from .markers import MarkerSet
+from .skeleton import Skeleton
+
+__all__ = ["Subject", "calibrate", "estimate_scale", "choose_frames", "fit_shape"]
+
+
+@dataclass(frozen=True, eq=False)
+class Subject:
+    """A calibrated subject.
+
+    Attributes:
+        skeleton: fitted bone offsets (m); ``markerset``: fitted marker offsets (m).
+        scale: template-to-subject size ratio; ``rms_m``: marker RMS of the calibration frames.
+        frames: indices of the frames used.
+    """
+
+    skeleton: Skeleton
+    markerset: MarkerSet
+    scale: float
+    rms_m: float
+    frames: np.ndarray
+
+
+def estimate_scale(pos: np.ndarray, template: Skeleton, markerset: MarkerSet) -> float:
+    """Subject/template size ratio from marker spreads: the median over frames of the RMS
+    distance of markers to their centroid, over the same for the template's rest markers.
+
+    Uses only markers seen in a frame, compared with the same markers on the template.
+    """
+    gpos, grot = _fk(template, quat.identity((1, len(template))), template.offsets[None, 0])
+    rest = gpos[0, markerset.body] + quat.rotate(grot[0, markerset.body], markerset.offset)
+    ratios = []
+    for f in range(0, len(pos), max(1, len(pos) // 200)):
+        seen = ~np.isnan(pos[f]).any(axis=-1)
+        if seen.sum() < 6:
+            continue
+        a = pos[f, seen] - pos[f, seen].mean(axis=0)
+        b = rest[seen] - rest[seen].mean(axis=0)
+        ratios.append(np.sqrt(np.mean(np.sum(a * a, -1)) / np.mean(np.sum(b * b, -1))))
+    if not ratios:
+        raise PhysmocapError("no frame sees six or more markers of the marker set; cannot size "
+                             "the subject")
+    return float(np.median(ratios))
+
+
+def choose_frames(pos: np.ndarray, n: int) -> np.ndarray:
+    """Up to ``n`` frame indices spread over the take, preferring frames with every marker."""
+    seen = (~np.isnan(pos).any(axis=-1)).sum(axis=1)
+    good = np.flatnonzero(seen >= seen.max() - max(1, pos.shape[1] // 20))
+    if len(good) <= n:
+        return good
+    return good[np.linspace(0, len(good) - 1, n).round().astype(int)]
+
+
+def _fk(skeleton: Skeleton, lrot: np.ndarray, root: np.ndarray):
+    from .skeleton import forward_kinematics
+    return forward_kinematics(skeleton, lrot, root)
+
+
+def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: np.ndarray,
+              prior_bone: float = 2.0, prior_marker: float = 4.0,
+              template: tuple[Skeleton, MarkerSet] | None = None
+              ) -> tuple[Skeleton, MarkerSet, float]:
+    """Linear least squares for bone and marker offsets with global rotations held fixed.
+
+    Args:
+        grot: ``(F, J, 4)`` global joint rotations of the chosen frames.
+        pos: ``(F, M, 3)`` observed markers of those frames (NaN = missing).
+        prior_bone, prior_marker: weight (in equivalent observations) pulling each bone and
+            marker offset toward ``template`` (default: the current values).
+    Returns:
+        the refitted skeleton and marker set, and the RMS marker residual (m) of the fit.
+    """
+    F, J = grot.shape[:2]
+    M = len(markerset)
+    base_sk, base_ms = template or (skeleton, markerset)
+    R = quat.to_matrix(grot)                                   # (F, J, 3, 3)
+    # Each marker's chain: the non-root joints from the root down to its body.
+    chains = []
+    for b in markerset.body:
+        chain, j = [], int(b)
+        while j > 0:
+            chain.append(j)
+            j = int(skeleton.parents[j])
+        chains.append(chain)
+    n_root, n_bone, n_mark = 3 * F, 3 * (J - 1), 3 * M
+    cols = n_root + n_bone + n_mark
+    seen = ~np.isnan(pos).any(axis=-1)                         # (F, M)
+    fs, ms = np.nonzero(seen)
+    rows = 3 * len(fs)
+    A = np.zeros((rows + n_bone + n_mark, cols))
+    y = np.zeros(rows + n_bone + n_mark)
+    r = 3 * np.arange(len(fs))
+    for axis in range(3):
+        A[r + axis, 3 * fs + axis] = 1.0                       # root position of that frame
+    for k, (f, m) in enumerate(zip(fs, ms)):
+        blk = slice(3 * k, 3 * k + 3)
+        for a in chains[m]:
+            c = n_root + 3 * (a - 1)
+            A[blk, c:c + 3] += R[f, skeleton.parents[a]]
+        c = n_root + n_bone + 3 * m
+        A[blk, c:c + 3] = R[f, markerset.body[m]]
+        y[blk] = pos[f, m]
+    # Priors toward the template (scaled): identity rows with weight sqrt(prior).
+    pb, pm = np.sqrt(prior_bone), np.sqrt(prior_marker)
+    A[rows + np.arange(n_bone), n_root + np.arange(n_bone)] = pb
+    y[rows:rows + n_bone] = pb * base_sk.offsets[1:].ravel()
+    A[rows + n_bone + np.arange(n_mark), n_root + n_bone + np.arange(n_mark)] = pm
+    y[rows + n_bone:] = pm * base_ms.offset.ravel()
+    x, *_ = np.linalg.lstsq(A, y, rcond=None)
+    res = A[:rows] @ x - y[:rows]
+    rms = float(np.sqrt(np.mean(res.reshape(-1, 3) ** 2 * 3))) if rows else float("nan")
+    offsets = skeleton.offsets.copy()
+    offsets[1:] = x[n_root:n_root + n_bone].reshape(J - 1, 3)
+    new_sk = Skeleton(skeleton.names, skeleton.parents, offsets, skeleton.end_sites)
+    new_ms = MarkerSet(markerset.names, markerset.body,
+                       x[n_root + n_bone:].reshape(M, 3), markerset.weight)
+    return new_sk, new_ms, rms
+
+
+def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
+              n_frames: int = 60, iterations: int = 4, progress=None) -> Subject:
+    """Fit limb lengths and marker offsets to a trial.
+
+    Args:
+        pos: ``(F, M, 3)`` m, a static trial or the motion trial itself (columns =
+            ``markerset.names``).
+        template: the body template's skeleton; ``markerset``: its rough marker offsets.
+        n_frames: frames used (spread over the take, the best-seen ones).
+        iterations: pose / shape alternations.
+    """
+    from .solver.kinematic import solve_kinematic
+
+    pos = np.asarray(pos, dtype=float)
+    scale = estimate_scale(pos, template, markerset)
+    sk = template.scaled(scale)
+    ms = MarkerSet(markerset.names, markerset.body, markerset.offset * scale, markerset.weight)
+    prior = (sk, ms)
+    frames = choose_frames(pos, n_frames)
+    sub = pos[frames]
+    rms = float("nan")
+    init = None
+    for it in range(iterations):
+        res = solve_kinematic(sk, ms, sub, init=init, fps=fps, iterations=40)
+        sk, ms, rms = fit_shape(sk, ms, res.motion.grot, sub, template=prior)
+        init = None  # new offsets: start the pose fit afresh from the robust seed
+        if progress is not None:
+            progress(it + 1, rms)
+    return Subject(sk, ms, scale, rms, frames)

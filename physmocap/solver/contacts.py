@@ -1,0 +1,63 @@
+"""Foot-plant detection from foot markers: low and slow, with hysteresis.
+
+A plant starts when a foot marker is both near its lowest height and nearly still, and ends only
+when it is clearly higher or faster (two thresholds each, so noise does not make plants flicker).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ShapeError
+
+__all__ = ["detect_plants", "FOOT_MARKERS"]
+
+#: Marker labels (CMU and Plug-in Gait) that define foot plants, per side.
+FOOT_MARKERS = {"Left": ("LHEE", "LTOE", "LMT5", "LANK"), "Right": ("RHEE", "RTOE", "RMT5", "RANK")}
+
+
+def _speed(pos: np.ndarray, fps: float) -> np.ndarray:
+    """``(F, K)`` m/s, central-difference speed (NaN where a neighbour is missing)."""
+    v = np.gradient(pos, 1.0 / fps, axis=0) if len(pos) > 1 else np.zeros_like(pos)
+    return np.linalg.norm(v, axis=-1)
+
+
+def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_off: float = 0.05,
+                  speed_on: float = 0.25, speed_off: float = 0.40, min_frames: int = 3
+                  ) -> np.ndarray:
+    """Plants of foot markers.
+
+    Args:
+        pos: ``(F, K, 3)`` m, foot-marker positions (NaN = missing), Z up.
+        fps: capture rate.
+        height_on, height_off: m above the marker's own lowest height (its 2nd percentile) under
+            which a plant may start, and above which it ends.
+        speed_on, speed_off: m/s under which a plant may start, above which it ends.
+        min_frames: shorter plants are dropped.
+    Returns:
+        ``(F, K)`` bool, True while the marker is planted. Missing samples are never planted.
+    """
+    pos = np.asarray(pos, dtype=float)
+    if pos.ndim != 3 or pos.shape[-1] != 3:
+        raise ShapeError(f"foot-marker positions must be (F, K, 3), got {pos.shape}")
+    F, K = pos.shape[:2]
+    out = np.zeros((F, K), bool)
+    if F == 0:
+        return out
+    speed = _speed(pos, fps)
+    with np.errstate(invalid="ignore"):
+        low = np.nanpercentile(pos[..., 2], 2, axis=0) if np.any(~np.isnan(pos)) else np.zeros(K)
+    h = pos[..., 2] - low
+    on = (h < height_on) & (speed < speed_on)
+    off = (h > height_off) | (speed > speed_off) | np.isnan(h) | np.isnan(speed)
+    # Hysteresis is sequential by nature; it loops over frames once, on booleans only.
+    state = np.zeros(K, bool)
+    for f in range(F):
+        state = np.where(state, ~off[f], on[f])
+        out[f] = state
+    # Drop plants shorter than min_frames.
+    for k in range(K):
+        edges = np.diff(np.concatenate([[0], out[:, k].astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            if b - a < min_frames:
+                out[a:b, k] = False
+    return out

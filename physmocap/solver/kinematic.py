@@ -1,0 +1,636 @@
+"""Kinematic reference solver: fit a skeleton's pose to marker positions frame by frame.
+
+Damped least squares (Levenberg–Marquardt) on the marker residuals, with an analytic Jacobian and
+every frame of a batch solved at once (loops run over joints, never over frames). It ignores
+physics; the physical solver is measured against it, and it gives that solver a starting pose.
+
+Model. Marker ``m`` sits rigidly on joint ``b = markerset.body[m]`` at ``markerset.offset[m]`` in
+that joint's frame::
+
+    p_m = gpos[b] + rotate(grot[b], offset[m])
+
+Parameters per frame (``P = 3 + 3 * n_free``): the root translation (m) and, for each free joint
+``j`` in index order, a rotation increment ``delta_j`` (rad) applied on the right of the local
+rotation, ``lrot_j <- lrot_j * exp(delta_j)`` (``quat.from_scaled_axis``). The increment's axes
+are then the columns of ``grot_j``, so the Jacobian column of ``delta_j[k]`` for a marker
+downstream of ``j`` is ``(grot_j e_k) x (p_m - gpos_j)``; the translation columns are the identity.
+
+Normal equations. ``marker_jacobian`` builds ``J`` as ``(F, 3M, P)`` (the reference, used by
+the tests). The solver does not multiply ``J^T W J`` densely: with ``P ~ 90`` and ``3M ~ 190``
+that costs ~3.4 Mflop per frame and iteration and capped the solver near 500 frames/s. Because
+every block of ``J`` is a cross product with a lever ``p_m - gpos_j``, each block of ``J^T W J``
+and ``J^T W r`` is a closed form in the zeroth, first and second weighted moments of the visible
+markers of one subtree (``_normal_equations``, checked against the dense product in the tests).
+That is O(F·(M + pairs)) instead of O(F·M·P²).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .. import quat
+from ..errors import ShapeError
+from ..markers import MarkerSet
+from ..motion import Motion
+from ..skeleton import Skeleton, forward_kinematics
+
+__all__ = [
+    "KinematicResult", "solve_kinematic", "marker_positions", "marker_jacobian",
+    "default_free_joints", "observable_joints",
+]
+
+# Relative damping on start, its bounds, and the absolute ridge (m^2, on J^T W J) that keeps
+# directions no visible marker constrains (a joint twist with one marker, a joint whose whole
+# subtree is unseen) where they start.
+_LAMBDA0 = 1e-3
+_LAMBDA_MIN = 1e-12
+_LAMBDA_MAX = 1e10
+_RIDGE = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class KinematicResult:
+    """What ``solve_kinematic`` returns.
+
+    Attributes:
+        motion: the solved ``Motion`` (``meta['solver'] == 'kinematic'``).
+        residual: ``(F, M)`` m, distance between each observed marker and the model's marker;
+            NaN where the marker was missing.
+        iterations: ``(F,)`` int, LM iterations spent on each frame (accepted and rejected);
+            0 for frames with no visible marker.
+        converged: ``(F,)`` bool; False where the iteration cap was hit or no marker was seen.
+        outlier: ``(F, M)`` bool, True where the residual exceeds ``max_marker_pull``
+            (all False when it was not given).
+        rms: ``(F,)`` m, root mean square of the visible residuals (NaN with none visible).
+        free_joints: ``(J,)`` bool, the joints that were allowed to rotate.
+        observable: ``(J,)`` bool, joints whose *local* rotation the marker set determines
+            (see ``observable_joints``).
+        seed_frame: the frame solved first from the rest pose; the others were warm-started
+            from it outwards.
+    """
+
+    motion: Motion
+    residual: np.ndarray
+    iterations: np.ndarray
+    converged: np.ndarray
+    outlier: np.ndarray
+    rms: np.ndarray
+    free_joints: np.ndarray
+    observable: np.ndarray
+    seed_frame: int
+
+
+# --------------------------------------------------------------------------- model
+
+
+def _check_markerset(skeleton: Skeleton, markerset: MarkerSet) -> None:
+    J = len(skeleton)
+    if len(markerset) == 0:
+        raise ShapeError("marker set is empty")
+    bad = np.flatnonzero(markerset.body >= J)
+    if bad.size:
+        m = int(bad[0])
+        raise ShapeError(
+            f"marker {markerset.names[m]!r} sits on body {int(markerset.body[m])}, but the "
+            f"skeleton has only {J} joints (0..{J - 1}); the marker set does not fit it")
+
+
+def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
+                     root_pos: np.ndarray) -> np.ndarray:
+    """World marker positions ``(F, M, 3)`` m of a pose.
+
+    Args:
+        lrot: ``(F, J, 4)`` xyzw local rotations.
+        root_pos: ``(F, 3)`` m.
+    """
+    _check_markerset(skeleton, markerset)
+    gpos, grot = forward_kinematics(skeleton, lrot, root_pos)
+    b = markerset.body
+    return gpos[:, b] + quat.rotate(grot[:, b], markerset.offset)
+
+
+def _subtree_matrix(skeleton: Skeleton) -> np.ndarray:
+    """``(J, J)`` bool, ``[a, j]`` True when ``j`` is ``a`` or a descendant of ``a``."""
+    J = len(skeleton)
+    D = np.eye(J, dtype=bool)
+    for j in range(J - 1, 0, -1):  # children after parents: fold each row into its parent
+        D[skeleton.parents[j]] |= D[j]
+    return D
+
+
+def default_free_joints(skeleton: Skeleton, markerset: MarkerSet) -> np.ndarray:
+    """``(J,)`` bool: joints with a marker on their segment or on any descendant segment."""
+    _check_markerset(skeleton, markerset)
+    has = np.zeros(len(skeleton), bool)
+    has[markerset.body] = True
+    return (_subtree_matrix(skeleton) & has[None, :]).any(axis=1)
+
+
+def observable_joints(skeleton: Skeleton, markerset: MarkerSet, min_markers: int = 3
+                      ) -> np.ndarray:
+    """``(J,)`` bool: joints whose local rotation the marker set pins down (all markers seen).
+
+    A segment's global orientation is known when it carries ``min_markers`` or more markers
+    whose offsets are not collinear. A local rotation ``grot[parent]^-1 grot[j]`` is known when
+    both the joint's and its parent's segments are (the root's when its own is). Joints between
+    two marked segments with no marker of their own (CMU ``LHipJoint``, ``LowerBack``,
+    ``LeftShoulder``) share one rotation with their child: only the product is determined
+    (a twist about the bone is free), so neither is counted.
+    """
+    _check_markerset(skeleton, markerset)
+    J = len(skeleton)
+    known = np.zeros(J, bool)
+    for j in range(J):
+        off = markerset.offset[markerset.body == j]
+        if len(off) >= max(min_markers, 3):
+            centred = off - off.mean(axis=0)
+            sv = np.linalg.svd(centred, compute_uv=False)
+            known[j] = sv[1] > 1e-6 * max(sv[0], 1e-12)
+    obs = known.copy()
+    obs[1:] &= known[skeleton.parents[1:]]
+    return obs
+
+
+def _free_index(skeleton: Skeleton, free_joints) -> np.ndarray:
+    J = len(skeleton)
+    free = np.asarray(free_joints)
+    if free.dtype != bool or free.shape != (J,):
+        raise ShapeError(f"free_joints: expected a bool array of shape ({J},), "
+                         f"got {free.dtype} {free.shape}")
+    return np.flatnonzero(free)
+
+
+def marker_jacobian(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
+                    root_pos: np.ndarray, free_joints: np.ndarray | None = None) -> np.ndarray:
+    """Analytic Jacobian ``(F, 3M, P)`` of the world marker positions.
+
+    Rows are ``3 m + axis`` (marker ``m`` in ``markerset.names`` order, x/y/z). Columns are the
+    root translation (3, m) then, for each free joint in index order, the right-multiplied
+    rotation increment ``lrot_j <- lrot_j * exp(delta_j)`` (3, rad). Unweighted; missing markers
+    are not special here.
+
+    Args:
+        lrot: ``(F, J, 4)`` xyzw; root_pos: ``(F, 3)`` m.
+        free_joints: ``(J,)`` bool; default ``default_free_joints``.
+    """
+    if free_joints is None:
+        free_joints = default_free_joints(skeleton, markerset)
+    free_idx = _free_index(skeleton, free_joints)
+    lrot = np.asarray(lrot, float)
+    gpos, grot = forward_kinematics(skeleton, lrot, root_pos)
+    b = markerset.body
+    pm = gpos[:, b] + quat.rotate(grot[:, b], markerset.offset)
+    F, M = pm.shape[:2]
+    P = 3 + 3 * len(free_idx)
+    Jac = np.zeros((F, M, 3, P))
+    Jac[:, :, :, :3] = np.eye(3)
+    sub = _subtree_matrix(skeleton)
+    R = quat.to_matrix(grot)  # (F, J, 3, 3); column k is grot_j e_k
+    for c, j in enumerate(free_idx):
+        ms = np.flatnonzero(sub[j][b])
+        if ms.size == 0:
+            continue
+        d = pm[:, ms] - gpos[:, j, None]                         # (F, Mj, 3)
+        axes = np.swapaxes(R[:, j], -1, -2)                       # (F, 3 axes, 3)
+        blk = np.cross(axes[:, None, :, :], d[:, :, None, :])     # (F, Mj, axis k, xyz)
+        Jac[:, ms, :, 3 + 3 * c:6 + 3 * c] = np.swapaxes(blk, -1, -2)
+    return Jac.reshape(F, 3 * M, P)
+
+
+def _fk_matrices(skeleton: Skeleton, lrot: np.ndarray, root_pos: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``gpos (n, J, 3)`` and global rotation matrices ``(n, J, 3, 3)``.
+
+    The same maths as ``skeleton.forward_kinematics`` with 3x3 matrices: one ``matmul`` per joint
+    instead of several quaternion products, which matters in the LM loop where the arrays are
+    small and per-call overhead dominates.
+    """
+    Rl = quat.to_matrix(lrot)
+    n, J = Rl.shape[:2]
+    R = np.empty_like(Rl)
+    gpos = np.empty((n, J, 3))
+    R[:, 0] = Rl[:, 0]
+    gpos[:, 0] = root_pos
+    par = skeleton.parents
+    off = skeleton.offsets
+    for j in range(1, J):
+        p = par[j]
+        R[:, j] = R[:, p] @ Rl[:, j]
+        gpos[:, j] = gpos[:, p] + R[:, p] @ off[j]
+    return gpos, R
+
+
+class _Structure:
+    """Index tables shared by every iteration of one solve."""
+
+    def __init__(self, skeleton: Skeleton, markerset: MarkerSet, free_idx: np.ndarray):
+        self.skeleton = skeleton
+        self.body = markerset.body
+        self.offset = markerset.offset
+        self.free = free_idx
+        nb = len(free_idx)
+        self.nb = nb
+        P = self.P = 3 + 3 * nb
+        sub = _subtree_matrix(skeleton)
+        # (M, nb): marker m is downstream of free joint free[c].
+        self.down = sub[free_idx][:, markerset.body].T.astype(float)
+        # Pairs (a, b) of free joints with a == b or a an ancestor of b: the only non-zero
+        # rotation-rotation blocks; the markers they share are those downstream of b.
+        pa, pb = [], []
+        for ia, a in enumerate(free_idx):
+            for ib, bj in enumerate(free_idx):
+                if ib >= ia and sub[a, bj]:
+                    pa.append(ia)
+                    pb.append(ib)
+        self.pa = np.array(pa, int)
+        self.pb = np.array(pb, int)
+        od = self.pa != self.pb
+        # Flat indices into (P, P) for one scatter of every non-zero entry (see _normal_equations).
+        k = np.arange(3)
+        rows, cols = np.meshgrid(k, k, indexing="ij")          # entry (i, j) of a 3x3 block
+
+        def blk(r0, c0):                                         # (..., 9) flat indices
+            r0 = np.asarray(r0)[..., None]
+            c0 = np.asarray(c0)[..., None]
+            return ((r0 + rows.ravel()) * P + c0 + cols.ravel())
+        cb = 3 + 3 * np.arange(nb)
+        self.flat = np.concatenate([
+            blk(cb, 0).ravel(),                      # rotation-translation blocks
+            blk(0, cb).ravel(),                      # their transposes
+            blk(3 + 3 * self.pa, 3 + 3 * self.pb).ravel(),      # ancestor pairs
+            blk(3 + 3 * self.pb[od], 3 + 3 * self.pa[od]).ravel(),  # their transposes
+        ])
+        self.od = od
+        self.diag_flat = np.arange(P) * (P + 1)
+        self.diag_blk = np.flatnonzero(self.pa == self.pb)      # pair index of each (j, j)
+
+
+def _normal_equations(st: _Structure, w: np.ndarray, pm: np.ndarray, r: np.ndarray,
+                      gpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``J^T W J (n, P, P)`` and ``J^T W r (n, P)`` in *world* rotation axes, from subtree moments.
+
+    Columns: root translation, then per free joint a rotation increment ``omega_j`` about world
+    axes through ``gpos_j`` (``omega_j = R_j delta_j`` for the local increment ``delta_j`` of the
+    model, so ``A_local = B^T A B`` with ``B = blockdiag(I, R_j…)``; the tests check this against
+    ``marker_jacobian``). The marker block of joint ``a`` is then ``-[d]x`` with ``d = p_m - x_a``,
+    and ``(-[u]x)^T (-[v]x) = (u.v) I - v u^T``. With the moments of the visible markers of the
+    subtree of ``b`` taken about ``x_b`` (``T0 = sum w``, ``T1 = sum w d_b``,
+    ``T2 = sum w d_b d_b^T``) and ``d_a = d_b + e``, ``e = x_b - x_a``:
+    ``sum w d_b d_a^T = T2 + T1 e^T`` — every block in closed form, O(pairs) per frame.
+
+    Args:
+        w: ``(n, M)`` per-marker weights (0 for missing markers).
+        pm: ``(n, M, 3)`` model marker positions; r: ``(n, M, 3)`` residuals obs - model.
+        gpos: ``(n, J, 3)`` joint positions.
+    """
+    n, M = w.shape
+    nb, P = st.nb, st.P
+    # Positions relative to the root, so the moments do not lose digits far from the origin.
+    origin = gpos[:, :1]
+    q = pm - origin
+    x = gpos[:, st.free] - origin                       # (n, nb, 3)
+    wq = w[..., None] * q
+    wr = w[..., None] * r
+    pxr = np.cross(q, wr)
+    # One matmul for all subtree sums: per-marker w, w p, w p p^T, w r, w p x r.
+    per = np.concatenate([w[..., None], wq, (wq[..., :, None] * q[..., None, :]).reshape(n, M, 9),
+                          wr, pxr], axis=-1)        # (n, M, 19)
+    sums = np.swapaxes(np.swapaxes(per, 1, 2) @ st.down, 1, 2)   # (n, nb, 19)
+    S0 = sums[..., 0]
+    S1 = sums[..., 1:4]
+    S2 = sums[..., 4:13].reshape(n, nb, 3, 3)
+    Sr = sums[..., 13:16]
+    C = sums[..., 16:19]
+    # Moments about each joint.
+    T1 = S1 - S0[..., None] * x
+    T2 = S2 - S1[..., :, None] * x[..., None, :] - x[..., :, None] * T1[..., None, :]
+    g = np.empty((n, P))
+    g[:, :3] = wr.sum(axis=1)
+    g[:, 3:] = (C - np.cross(x, Sr)).reshape(n, 3 * nb)   # sum w d x r
+    # translation-rotation: sum w (-[d]x) = -[T1]x, stored row-major
+    t1x, t1y, t1z = T1[..., 0], T1[..., 1], T1[..., 2]
+    z = np.zeros_like(t1x)
+    ATa = np.stack([z, t1z, -t1y, -t1z, z, t1x, t1y, -t1x, z], axis=-1)   # -[T1]x  (n, nb, 9)
+    ATaT = ATa[..., [0, 3, 6, 1, 4, 7, 2, 5, 8]]
+    # rotation-rotation: M_ab = (tr(T2) + T1.e) I - (T2 + T1 e^T), moments of the deeper b
+    pa, pb = st.pa, st.pb
+    e = x[:, pb] - x[:, pa]
+    t1 = T1[:, pb]
+    outer = T2[:, pb] + t1[..., :, None] * e[..., None, :]
+    dot = np.trace(outer, axis1=-2, axis2=-1)
+    Mab = -outer
+    Mab[..., 0, 0] += dot
+    Mab[..., 1, 1] += dot
+    Mab[..., 2, 2] += dot
+    Mab = Mab.reshape(n, len(pa), 9)
+    MabT = Mab[:, st.od][..., [0, 3, 6, 1, 4, 7, 2, 5, 8]]
+    A = np.zeros((n, P * P))
+    # rows of the rotation blocks: (rotation-translation) = (-[T1]x)^T; then its transpose
+    A[:, st.flat] = np.concatenate([ATaT.reshape(n, -1), ATa.reshape(n, -1),
+                                    Mab.reshape(n, -1), MabT.reshape(n, -1)], axis=1)
+    W0 = w.sum(axis=1)
+    A[:, 0] = A[:, P + 1] = A[:, 2 * P + 2] = W0
+    return A.reshape(n, P, P), g
+
+
+def _robust(dist: np.ndarray, pull: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-marker cost (m^2, the 1/2 left out) and IRLS weight of residual distances.
+
+    Without ``pull``: squared distance, weight 1. With it: Cauchy,
+    ``c^2 log(1 + s^2/c^2)`` with weight ``1 / (1 + s^2/c^2)``; quadratic below ``c``, and the
+    pull of a marker at distance ``s >> c`` falls off as ``c^2 / s``, so a ghost or swapped
+    marker half a metre away pulls less than a good one a few centimetres away.
+    """
+    s2 = dist * dist
+    if pull is None:
+        return s2, np.ones_like(s2)
+    c2 = pull * pull
+    return c2 * np.log1p(s2 / c2), 1.0 / (1.0 + s2 / c2)
+
+
+def _apply(lrot, root, delta, free_idx, R=None):
+    """Apply ``delta (n, P)``: translation, then right-multiplied rotation increments.
+
+    With ``R (n, J, 3, 3)`` the rotation part of ``delta`` is in world axes and is first taken
+    to each joint's local axes, ``delta_j = R_j^T omega_j``.
+    """
+    lrot = lrot.copy()
+    root = root + delta[:, :3]
+    rot = delta[:, 3:].reshape(len(delta), -1, 3)
+    if R is not None:
+        rot = (np.swapaxes(R[:, free_idx], -1, -2) @ rot[..., None])[..., 0]
+    inc = quat.from_scaled_axis(rot)
+    lrot[:, free_idx] = quat.normalize(quat.mul(lrot[:, free_idx], inc))
+    return lrot, root
+
+
+def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull):
+    gpos, R = _fk_matrices(st.skeleton, lrot, root)
+    pm = gpos[:, st.body] + (R[:, st.body] @ st.offset[:, :, None])[..., 0]
+    r = np.where(vis[..., None], obs - pm, 0.0)
+    dist = np.sqrt(np.einsum("nmi,nmi->nm", r, r))
+    rho, irls = _robust(dist, pull)
+    cost = np.sum(wm * rho, axis=1)
+    return gpos, R, pm, r, cost, wm * irls
+
+
+def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
+    """Batched LM over frames ``(n, ...)``; returns lrot, root, iterations, converged."""
+    n = obs.shape[0]
+    lrot = np.array(lrot, float)
+    root = np.array(root, float)
+    its = np.zeros(n, int)
+    conv = np.zeros(n, bool)
+    lam = np.full(n, _LAMBDA0)
+    gpos, R, pm, r, cost, w = _evaluate(st, lrot, root, obs, vis, wm, pull)
+    active = np.ones(n, bool)
+    eyeP = np.eye(st.P, dtype=bool)
+    for _ in range(iterations):
+        act = np.flatnonzero(active)
+        if act.size == 0:
+            break
+        A, g = _normal_equations(st, w[act], pm[act], r[act], gpos[act])
+        # Marquardt damping, isotropic per 3x3 block so that it does not depend on the axes
+        # (world here, local in the model): the step equals the local-axis LM step.
+        diag = A[:, eyeP].reshape(len(act), -1, 3).mean(axis=-1).repeat(3, axis=-1)
+        A[:, eyeP] += lam[act, None] * diag + _RIDGE
+        delta = np.linalg.solve(A, g[..., None])[..., 0]
+        l_new, r_new = _apply(lrot[act], root[act], delta, st.free, R[act])
+        e = _evaluate(st, l_new, r_new, obs[act], vis[act], wm[act], pull)
+        c_old = cost[act]
+        c_new = e[4]
+        its[act] += 1
+        ok = c_new < c_old
+        step = np.max(np.abs(delta), axis=1)
+        # |change|: a step rejected for a rounding-level increase also means "at the minimum"
+        # (raising the damping then only wastes iterations on frames with null directions).
+        small = (step < tol) | (np.abs(c_old - c_new) <= tol * c_old) | (c_new < 1e-24)
+        acc = act[ok]
+        lrot[acc], root[acc] = l_new[ok], r_new[ok]
+        gpos[acc], R[acc], pm[acc], r[acc], cost[acc], w[acc] = (a[ok] for a in e)
+        lam[acc] = np.maximum(lam[acc] * 0.1, _LAMBDA_MIN)
+        rej = act[~ok]
+        lam[rej] *= 10.0
+        # Done: a step that changed the cost little (accepted or not) or was too small to
+        # matter, or damping so large that no step is possible.
+        done = small | (lam[act] > _LAMBDA_MAX)
+        conv[act[done]] = True
+        active[act[done]] = False
+    return lrot, root, its, conv
+
+
+# --------------------------------------------------------------------------- start
+
+
+def _kabsch(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Rotation matrix ``R`` minimising ``sum |R src_i - dst_i|^2`` (both centred)."""
+    H = src.T @ dst
+    U, _, Vt = np.linalg.svd(H)
+    d = np.sign(np.linalg.det(Vt.T @ U.T)) or 1.0
+    return Vt.T @ np.diag([1.0, 1.0, d]) @ U.T
+
+
+def _seed(st: _Structure, obs0, vis0, wm, free_bool, iterations, tol, pull):
+    """Solve one frame from the rest pose: Kabsch for the root, then LM freeing joints by depth.
+
+    Freeing the tree from the root outwards (depth 0, <=2, <=4, all) lets the trunk settle before
+    the limbs move, so a limb far from its rest direction is not pulled through the body.
+    """
+    skel = st.skeleton
+    J = len(skel)
+    lrot = quat.identity((1, J))
+    rest = marker_positions(skel, _MS(st), lrot, np.zeros((1, 3)))[0]
+    v = vis0
+    src = rest[v] - rest[v].mean(axis=0)
+    dst = obs0[v] - obs0[v].mean(axis=0)
+    Rm = _kabsch(src, dst) if v.sum() >= 3 else np.eye(3)
+    lrot[0, 0] = quat.from_matrix(Rm)
+    root = (obs0[v].mean(axis=0) - Rm @ rest[v].mean(axis=0))[None]
+    depth = np.zeros(J, int)
+    for j in range(1, J):
+        depth[j] = depth[skel.parents[j]] + 1
+    total = 0
+    for limit in (0, 2, 4, None):
+        stage = free_bool if limit is None else free_bool & (depth <= limit)
+        sub = _Structure(skel, _MS(st), np.flatnonzero(stage))
+        # Intermediate stages only need to bring the trunk near; the last one converges.
+        cap = iterations if limit is None else min(iterations, 30)
+        lrot, root, its, conv = _lm(sub, obs0[None], vis0[None], wm[None], lrot, root,
+                                    cap, tol, pull)
+        total += int(its[0])
+    return lrot[0], root[0], total, bool(conv[0])
+
+
+class _MS:
+    """A duck-typed marker set for internal calls (body/offset only, no re-validation)."""
+
+    def __init__(self, st: _Structure):
+        self.body = st.body
+        self.offset = st.offset
+        self.names = tuple(str(i) for i in range(len(st.body)))
+
+    def __len__(self):
+        return len(self.body)
+
+
+# --------------------------------------------------------------------------- API
+
+
+def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
+                    init: Motion | None = None, fps: float = 120.0, iterations: int = 30,
+                    tol: float = 1e-7, free_joints: np.ndarray | None = None,
+                    max_marker_pull: float | None = None,
+                    progress: Callable[[int, int], None] | None = None,
+                    chunk: int = 32, chunk_incomplete: int = 8,
+                    seed_iterations: int = 200) -> KinematicResult:
+    """Fit the skeleton to marker positions, every frame independently (no temporal smoothing).
+
+    Args:
+        skeleton: the tree with fixed limb lengths.
+        markerset: where each marker sits (``body`` joint index, ``offset`` m in that joint's
+            frame, ``weight``); ``pos`` columns are in ``markerset.names`` order.
+        pos: ``(F, M, 3)`` m, observed world marker positions (Z up); NaN = missing.
+        init: a ``Motion`` with F frames on this skeleton to start every frame from. ``None``:
+            frame ``seed_frame`` (the first frame seeing at least half the markers, or else the
+            one seeing most) is solved from the rest pose (root by centroid + Kabsch, then LM
+            freeing the tree by depth, ``seed_iterations`` per stage); the other frames are
+            warm-started outwards from it in chunks of ``chunk`` frames, every frame of a chunk
+            starting from the last solved frame before the chunk and the chunk solved as one
+            batch. Larger chunks mean fewer, larger numpy calls but starting poses further away.
+            Where a chunk would hold a frame with a missing marker, ``chunk_incomplete`` frames
+            are taken instead: such a frame may leave directions unconstrained (a hand with one
+            marker seen), which keep their starting values, so the start must be recent.
+        fps: frame rate of the returned motion.
+        iterations: LM iteration cap per frame.
+        tol: a frame stops when an accepted step lowers the cost by less than ``tol`` times
+            the cost, or the step (rad / m, max norm) is below ``tol``.
+        free_joints: ``(J,)`` bool, joints allowed to rotate; default ``default_free_joints``
+            (joints with a marker on their segment or below). Others keep the rotation of
+            ``init`` (or identity). The root translation is always free.
+        max_marker_pull: m; residuals beyond this are down-weighted (Cauchy), so one ghost or
+            swapped marker cannot tear the pose, and flagged in ``result.outlier``. ``None``:
+            plain least squares.
+        progress: called as ``progress(frames_done, frames_total)`` after each batch.
+        chunk: frames per warm-started batch where every marker is seen (>= 1).
+        chunk_incomplete: frames per batch where some marker is missing (>= 1).
+        seed_iterations: LM iteration cap per stage of the seed frame.
+    Returns:
+        ``KinematicResult``. A frame with no visible marker is not solved: it keeps the pose of
+        the frame solved just before it in processing order (the previous frame after the seed,
+        the next one before it, the initial pose when ``init`` is given), with
+        ``converged False`` and ``iterations 0``.
+    Raises:
+        ShapeError: ``pos`` not ``(F, M, 3)`` for this marker set, infinite values, a marker on a
+            joint the skeleton does not have, bad ``init`` / ``free_joints`` / parameters.
+    """
+    _check_markerset(skeleton, markerset)
+    M = len(markerset)
+    J = len(skeleton)
+    try:
+        pos = np.array(pos, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"pos: cannot convert to a float array ({exc})") from None
+    if pos.ndim != 3 or pos.shape[1:] != (M, 3):
+        raise ShapeError(f"pos: expected shape (F, {M}, 3) (frames, markers in markerset.names "
+                         f"order, xyz m), got {pos.shape}")
+    if np.any(np.isinf(pos)):
+        raise ShapeError("pos: marker positions must be finite or NaN (missing), not infinite")
+    F = pos.shape[0]
+    if F == 0:
+        raise ShapeError("pos: no frames")
+    if iterations < 1 or chunk < 1 or chunk_incomplete < 1 or not tol >= 0:
+        raise ShapeError("iterations, chunk and chunk_incomplete must be >= 1, tol >= 0")
+    if max_marker_pull is not None and not max_marker_pull > 0:
+        raise ShapeError(f"max_marker_pull must be > 0 m or None, got {max_marker_pull!r}")
+    if free_joints is None:
+        free_bool = default_free_joints(skeleton, markerset)
+    else:
+        free_bool = np.asarray(free_joints)
+        _free_index(skeleton, free_bool)
+    if init is not None:
+        if not isinstance(init, Motion) or not init.skeleton.same_structure(skeleton):
+            raise ShapeError("init must be a Motion on a skeleton with the same joints")
+        if init.n_frames != F:
+            raise ShapeError(f"init has {init.n_frames} frames, pos has {F}")
+
+    vis = ~np.isnan(pos).any(axis=-1)
+    nvis = vis.sum(axis=1)
+    obs = np.where(vis[..., None], pos, 0.0)
+    wm = np.broadcast_to(markerset.weight, (F, M)) * vis
+    st = _Structure(skeleton, markerset, np.flatnonzero(free_bool))
+
+    lrot = np.empty((F, J, 4))
+    root = np.empty((F, 3))
+    its = np.zeros(F, int)
+    conv = np.zeros(F, bool)
+    done = 0
+
+    def solve_batch(idx, l0, r0):
+        nonlocal done
+        ok = idx[nvis[idx] > 0]
+        if ok.size:
+            l, r, i, c = _lm(st, obs[ok], vis[ok], wm[ok], l0[nvis[idx] > 0],
+                             r0[nvis[idx] > 0], iterations, tol, max_marker_pull)
+            lrot[ok], root[ok], its[ok], conv[ok] = l, r, i, c
+        done += len(idx)
+        if progress is not None:
+            progress(done, F)
+
+    if init is not None:
+        seed = 0
+        l0 = np.array(init.lrot)
+        r0 = np.array(init.root_pos)
+        lrot[:], root[:] = l0, r0
+        for s in range(0, F, chunk):
+            idx = np.arange(s, min(s + chunk, F))
+            solve_batch(idx, l0[idx], r0[idx])
+        # Unseen frames keep the initial pose (already in place).
+    else:
+        enough = np.flatnonzero(nvis >= max(3, (M + 1) // 2))
+        seed = int(enough[0]) if enough.size else int(np.argmax(nvis))
+        if nvis[seed] == 0:
+            raise ShapeError("pos: no marker is visible in any frame")
+        l_s, r_s, it_s, c_s = _seed(st, obs[seed], vis[seed], wm[seed], free_bool,
+                                    seed_iterations, tol, max_marker_pull)
+        # Polish the seed with the full structure so it ends like every other frame.
+        l, r, i, c = _lm(st, obs[seed:seed + 1], vis[seed:seed + 1], wm[seed:seed + 1],
+                         l_s[None], r_s[None], iterations, tol, max_marker_pull)
+        lrot[seed], root[seed], its[seed], conv[seed] = l[0], r[0], it_s + i[0], c[0]
+        done += 1
+        if progress is not None:
+            progress(done, F)
+        complete = nvis == M
+        for order in (np.arange(seed + 1, F), np.arange(seed - 1, -1, -1)):
+            prev = seed
+            s = 0
+            while s < len(order):
+                # A frame seeing every marker has one pose, so its start only costs iterations;
+                # an incomplete one may leave directions free that keep their start values, so
+                # its start must be recent: smaller batches where markers are missing.
+                whole = complete[order[s:s + chunk]].all()
+                size = chunk if whole else min(chunk, chunk_incomplete)
+                idx = order[s:s + size]
+                s += size
+                n = len(idx)
+                solve_batch(idx, np.repeat(lrot[prev][None], n, 0),
+                            np.repeat(root[prev][None], n, 0))
+                # Frames with no visible marker keep the pose of the frame before them.
+                for k in np.flatnonzero(nvis[idx] == 0):
+                    src = idx[k - 1] if k > 0 else prev
+                    lrot[idx[k]], root[idx[k]] = lrot[src], root[src]
+                prev = idx[-1]
+
+    lrot = quat.normalize(lrot)
+    pm = marker_positions(skeleton, markerset, lrot, root)
+    residual = np.where(vis, np.linalg.norm(pos - pm, axis=-1), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rms = np.sqrt(np.sum(np.where(vis, residual, 0.0) ** 2, axis=1) / nvis)
+    outlier = (np.nan_to_num(residual, nan=0.0) > max_marker_pull) if max_marker_pull \
+        else np.zeros((F, M), bool)
+    conv &= nvis > 0
+    motion = Motion(skeleton, fps, root, lrot, meta={"solver": "kinematic"})
+    return KinematicResult(motion=motion, residual=residual, iterations=its, converged=conv,
+                           outlier=outlier, rms=rms, free_joints=free_bool.copy(),
+                           observable=observable_joints(skeleton, markerset), seed_frame=seed)

@@ -1,0 +1,239 @@
+"""The physical marker solver (Zordan & Van Der Horst, SCA 2003).
+
+A fixed-limb-length body in PyBullet (gravity off) is pulled by virtual springs from landmarks on
+its segments toward the captured markers; resistive damping keeps it from flailing; the posture
+where the springs balance — the equilibrium — is the frame's answer. Joint limits are the
+simulator's; foot plants and hand holds are stiff extra springs pinning a body point to a place.
+
+Why it converges in a few sub-steps: for solving, each segment's mass and inertia are set from the
+springs attached to it (mass = sum of stiffness x h^2, inertia = sum of stiffness x r^2 x h^2) and
+all velocities are removed after each sub-step (a fully damped, quasi-static body). Every segment
+then responds to its springs with one time constant h, so the simulation is a well-preconditioned
+descent on the spring energy. That energy's minimum is the weighted least-squares marker fit, so
+without constraints the equilibrium is the kinematic optimum. Real anthropometric masses are used
+for physical playback, not here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import quat
+from ..errors import ShapeError
+from ..markers import MarkerSet
+from ..motion import Motion
+from ..skeleton import Skeleton
+from .body import JointSpec, PhysicsBody, _segment_vectors
+
+__all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors"]
+
+
+@dataclass(frozen=True)
+class PhysicalSettings:
+    """Solver constants (SI units).
+
+    Attributes:
+        stiffness: N/m of a marker spring of weight 1.
+        outlier_distance: m; beyond it a spring's pull falls off as 1/distance (its peak is
+            ``stiffness * outlier_distance``), so a ghost or swapped marker cannot tear the pose.
+        substeps: most sub-steps per frame; ``min_substeps`` always run.
+        tol: m, equilibrium when no landmark moved more than this in the last sub-step.
+        timestep: s per sub-step (solver time, unrelated to the capture rate).
+        keep: fraction of velocity kept from one sub-step to the next (0 = quasi-static).
+        mass_floor: virtual mass of a segment with no marker, as a fraction of one spring's.
+        plant_stiffness: N/m of the spring pinning a planted foot or held hand.
+        predict: warm-start each frame at constant velocity from the two previous equilibria.
+        resist: stiffness of the resistive joint torques that hold each joint near its
+            warm-start rotation, as a fraction of one marker spring at 10 cm (N·m/rad); small
+            enough not to bias observed joints, enough to stop unobserved ones drifting.
+    """
+
+    stiffness: float = 1000.0
+    outlier_distance: float = 0.04
+    substeps: int = 30
+    min_substeps: int = 2
+    tol: float = 2e-4
+    timestep: float = 1.0 / 240.0
+    keep: float = 0.3
+    mass_floor: float = 0.05
+    plant_stiffness: float = 50000.0
+    predict: bool = True
+    resist: float = 0.02
+
+
+@dataclass(frozen=True, eq=False)
+class PhysicalResult:
+    """What ``solve_physical`` returns.
+
+    Attributes:
+        motion: the solved ``Motion`` (one equilibrium per frame).
+        residual: ``(F, M)`` m, marker-to-landmark distance at equilibrium (NaN where missing).
+        substeps: ``(F,)`` sub-steps used per frame.
+        clipped: ``(F, M)`` bool, markers beyond ``outlier_distance`` at equilibrium (outliers,
+            ghosts, swaps): their springs were weakened.
+        constraint_points: ``(F, K, 3)`` m, world position of each constrained body point.
+    """
+
+    motion: Motion
+    residual: np.ndarray
+    substeps: np.ndarray
+    clipped: np.ndarray
+    constraint_points: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+
+def landmarks(gpos: np.ndarray, grot: np.ndarray, markerset: MarkerSet) -> np.ndarray:
+    """World landmark positions ``(..., M, 3)`` from joint frames ``gpos (..., J, 3)``,
+    ``grot (..., J, 4)``."""
+    b = markerset.body
+    return gpos[..., b, :] + quat.rotate(grot[..., b, :], markerset.offset)
+
+
+def plant_anchors(points: np.ndarray, active: np.ndarray, floor: float | None = 0.0
+                  ) -> np.ndarray:
+    """Where each constraint pins its body point: one place per interval of activity.
+
+    Args:
+        points: ``(F, K, 3)`` m, observed positions of the constrained points (NaN allowed).
+        active: ``(F, K)`` bool.
+        floor: height (m) the anchor may not go below (a planted foot does not sink), or None.
+    Returns:
+        ``(F, K, 3)`` anchors (NaN where inactive): the median of the observed point over each
+        interval, so a plant does not skate with marker noise.
+    """
+    F, K = active.shape
+    out = np.full((F, K, 3), np.nan)
+    for k in range(K):
+        edges = np.diff(np.concatenate([[0], active[:, k].astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            seg = points[a:b, k]
+            if np.all(np.isnan(seg)):
+                continue
+            anchor = np.nanmedian(seg, axis=0)
+            if floor is not None:
+                anchor[2] = max(anchor[2], floor)
+            out[a:b, k] = anchor
+    return out
+
+
+def _marker_mass_properties(skeleton: Skeleton, markerset: MarkerSet, k: np.ndarray, h: float,
+                            floor: float, k_unit: float) -> tuple[np.ndarray, np.ndarray]:
+    """Virtual ``mass (J,)`` and ``inertia (J,)`` that make every segment respond to its springs
+    with the time constant ``h`` (see the module docstring)."""
+    J = len(skeleton)
+    com = 0.5 * _segment_vectors(skeleton)
+    com[0] = 0.0  # the base's inertial frame is at the root joint
+    unit = k_unit * h * h
+    mass = np.full(J, floor * unit)
+    inertia = np.full(J, floor * unit * 0.01)
+    np.add.at(mass, markerset.body, k * h * h)
+    r = markerset.offset - com[markerset.body]
+    np.add.at(inertia, markerset.body, k * h * h * np.sum(r * r, axis=-1))
+    return mass, inertia
+
+
+def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fps: float,
+                   init: Motion, spec: JointSpec | None = None,
+                   settings: PhysicalSettings = PhysicalSettings(),
+                   anchors: np.ndarray | None = None, anchor_rows: np.ndarray | None = None,
+                   progress=None) -> PhysicalResult:
+    """Solve every frame of ``pos (F, M, 3)`` (m, NaN = missing; columns = ``markerset.names``).
+
+    Args:
+        skeleton, markerset: the calibrated body and where each marker sits on it.
+        fps: capture rate of ``pos``.
+        init: starting pose. With one frame, frame 0 starts there and every later frame from the
+            previous equilibrium (pure physical tracking). With ``F`` frames (e.g. the kinematic
+            solve), every frame starts from its own initial pose.
+        spec: joint kinds and limits (default: ball joints, no tight limits).
+        anchors: ``(F, K, 3)`` m, where constraint ``k`` pins its point (NaN = inactive), from
+            ``plant_anchors`` or a scene's hand holds; ``anchor_rows``: ``(K,)`` the marker
+            (landmark) row of ``markerset`` that each constraint pins.
+        progress: called as ``progress(frames_done)`` now and then.
+    """
+    pos = np.asarray(pos, dtype=float)
+    F, M = pos.shape[:2]
+    if pos.ndim != 3 or pos.shape != (F, len(markerset), 3):
+        raise ShapeError(f"marker positions {pos.shape} do not fit a {len(markerset)}-marker set")
+    if np.any(markerset.body >= len(skeleton)):
+        raise ShapeError("marker set refers to joints the skeleton does not have")
+    if not init.skeleton.same_structure(skeleton) or init.n_frames not in (1, F):
+        raise ShapeError(f"init must be a 1- or {F}-frame motion of the same skeleton")
+    if anchors is not None and (anchor_rows is None or anchors.shape != (F, len(anchor_rows), 3)):
+        raise ShapeError("anchors must be (F, K, 3) with one anchor_rows entry per constraint")
+    s = settings
+    present = ~np.isnan(pos).any(axis=-1)
+    k_all = s.stiffness * markerset.weight
+    out_root = np.empty((F, 3))
+    out_lrot = np.empty((F, len(skeleton), 4))
+    residual = np.full((F, M), np.nan)
+    clipped = np.zeros((F, M), bool)
+    used = np.zeros(F, int)
+    K = 0 if anchors is None else anchors.shape[1]
+    cpoints = np.full((F, K, 3), np.nan)
+    with PhysicsBody(skeleton, spec, gravity=0.0, timestep=s.timestep) as body:
+        body.set_pose(init.root_pos[0], init.lrot[0])
+        k_before = None
+        kp = s.resist * float(np.median(k_all)) * 0.1 ** 2
+        for f in range(F):
+            # The preconditioning masses follow the springs that pull this frame: the marker
+            # springs seen, plus constraint springs (much stiffer) on their points.
+            k_now = np.where(present[f], k_all, 0.0)
+            if anchors is not None:
+                on = ~np.isnan(anchors[f, :, 0])
+                np.add.at(k_now, anchor_rows[on], s.plant_stiffness)
+            if k_before is None or np.any(k_now != k_before):
+                k_before = k_now
+                body.set_mass_properties(*_marker_mass_properties(
+                    skeleton, markerset, k_now, s.timestep, s.mass_floor,
+                    float(np.median(k_all))))
+            if init.n_frames == F and f > 0:
+                body.set_pose(init.root_pos[f], init.lrot[f])
+            elif f >= 2 and s.predict:
+                # Warm start at constant velocity from the last two equilibria: markers move
+                # smoothly, so this lands near the new equilibrium and saves sub-steps.
+                body.set_pose(2.0 * out_root[f - 1] - out_root[f - 2],
+                              quat.mul(out_lrot[f - 1],
+                                       quat.mul(quat.conj(out_lrot[f - 2]), out_lrot[f - 1])))
+            # Resistive torques pull toward the warm start (the predicted pose).
+            _, start_lrot = body.get_pose()
+            ball_target = start_lrot[body.ball]
+            idx = np.flatnonzero(present[f])
+            target, joints, k = pos[f, idx], markerset.body[idx], k_all[idx, None]
+            cons = [] if anchors is None else np.flatnonzero(~np.isnan(anchors[f, :, 0]))
+            crow = [] if anchors is None else anchor_rows[cons]
+            prev = None
+            for sub in range(s.substeps):
+                gpos, grot = body.joint_frames()
+                lm = landmarks(gpos, grot, markerset)
+                if prev is not None and sub >= s.min_substeps and \
+                        np.max(np.abs(lm - prev)) < s.tol:
+                    break
+                prev = lm
+                d = target - lm[idx]
+                dist = np.sqrt(np.sum(d * d, axis=-1, keepdims=True))
+                c = s.outlier_distance
+                # Linear up to c, then decaying as c^2/dist: bounded, and redescending so a
+                # far-off ghost hardly pulls at all.
+                force = k * d * np.minimum(1.0, (c / np.maximum(dist, 1e-12)) ** 2)
+                body.apply_forces(joints, lm[idx], force)
+                if len(cons):
+                    fc = s.plant_stiffness * (anchors[f, cons] - lm[crow])
+                    body.apply_forces(markerset.body[crow], lm[crow], fc)
+                body.step()
+                q = body.scale_velocities(s.keep)
+                if kp > 0 and len(body.ball):
+                    dev = quat.to_scaled_axis(quat.mul(quat.conj(ball_target), q))
+                    body.set_joint_torques(-kp * dev)
+            used[f] = sub + 1
+            out_root[f], out_lrot[f] = body.get_pose()
+            d = np.linalg.norm(pos[f] - lm, axis=-1)
+            residual[f, idx] = d[idx]
+            clipped[f, idx] = d[idx] > s.outlier_distance
+            if K:
+                cpoints[f] = lm[anchor_rows]
+            if progress is not None and (f % 50 == 0 or f == F - 1):
+                progress(f + 1)
+    motion = Motion(skeleton, fps, out_root, out_lrot, {"solver": "physical"})
+    return PhysicalResult(motion, residual, used, clipped, cpoints)

@@ -1,0 +1,322 @@
+"""Kinematic reference solver: synthetic ground truth from a real CMU motion (16_57, run/jog).
+
+All 268 frames of 16_57 after the T-pose are used (frame 0 of the file is dropped); each solve
+takes well under a second.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physmocap import quat
+from physmocap.errors import ShapeError, UnknownNameError
+from physmocap.io.bvh import read_bvh
+from physmocap.markers import MarkerSet
+from physmocap.motion import Motion
+from physmocap.solver import (default_free_joints, joint_angle_error_deg, marker_jacobian,
+                              marker_positions, observable_joints, place_markers,
+                              solve_kinematic, synthesize)
+from physmocap.solver import kinematic as K
+
+NOISE = 0.002
+
+
+@pytest.fixture(scope="module")
+def motion(data_dir) -> Motion:
+    return read_bvh(data_dir / "bvh/cmu/16_57.bvh")[1:]  # frame 0 is the T-pose
+
+
+@pytest.fixture(scope="module")
+def markerset(motion) -> MarkerSet:
+    return place_markers(motion, per_segment=3, rng=np.random.default_rng(7))
+
+
+@pytest.fixture(scope="module")
+def clean(motion, markerset):
+    """Markers with 2 mm noise, the solve, and the error per observable joint."""
+    pos = synthesize(motion, markerset, noise_m=NOISE, rng=np.random.default_rng(8))
+    res = solve_kinematic(motion.skeleton, markerset, pos)
+    err = joint_angle_error_deg(res.motion, motion, res.observable)
+    return pos, res, err
+
+
+# --------------------------------------------------------------------------- synthetic data
+
+
+def test_place_markers_rigid_off_axis_non_collinear(motion, markerset):
+    sk = motion.skeleton
+    bodies = np.unique(markerset.body)
+    lengths = sk.bone_lengths()
+    assert 0 in bodies and np.all(lengths[bodies[1:]] > 0)  # helper joints carry none
+    assert len(markerset) == 3 * len(bodies)
+    for j in bodies:
+        off = markerset.offset[markerset.body == j]
+        d = np.linalg.norm(off, axis=1)
+        assert np.all(d >= 0.03 - 1e-12)
+        sv = np.linalg.svd(off - off.mean(0), compute_uv=False)
+        assert sv[1] > 0.01, f"markers of {sk.names[j]} nearly collinear"
+        for c in sk.children(j):  # not on the bone axis
+            u = sk.offsets[c]
+            if np.linalg.norm(u) > 0:
+                u = u / np.linalg.norm(u)
+                perp = np.linalg.norm(off - (off @ u)[:, None] * u, axis=1)
+                assert np.all(perp > 0.02)
+    ms2 = place_markers(motion, 2, np.random.default_rng(0), skip=("Head",))
+    assert sk.index("Head") not in ms2.body
+    with pytest.raises(UnknownNameError, match="known: Hips"):
+        place_markers(motion, skip=("Nope",))
+
+
+def test_synthesize_noise_drop_gaps(motion, markerset):
+    exact = marker_positions(motion.skeleton, markerset, motion.lrot, motion.root_pos)
+    pos = synthesize(motion, markerset, noise_m=0.0)
+    np.testing.assert_allclose(pos, exact)
+    name = markerset.names[5]
+    pos = synthesize(motion, markerset, noise_m=NOISE, drop=0.3, rng=np.random.default_rng(1),
+                     gaps=[([name], 10, 20)])
+    miss = np.isnan(pos).any(-1)
+    assert miss[10:20, 5].all() and abs(miss.mean() - 0.3) < 0.02
+    d = (pos - exact)[~miss]
+    assert abs(d.std() - NOISE) < 1e-4
+    with pytest.raises(UnknownNameError, match="unknown marker 'XX'"):
+        synthesize(motion, markerset, gaps=[(["XX"], 0, 1)])
+
+
+def test_joint_angle_error(motion):
+    assert np.all(joint_angle_error_deg(motion, motion) < 1e-5)
+    turned = Motion(motion.skeleton, motion.fps, motion.root_pos,
+                    quat.mul(motion.lrot, quat.from_axis_angle(np.array([0, 0, 1.0]),
+                                                               np.radians(10.0))))
+    e = joint_angle_error_deg(turned, motion, ["Hips", "LeftLeg"])
+    assert e.shape == (motion.n_frames, 2)
+    np.testing.assert_allclose(e, 10.0, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+def _perturbed(motion, rng, n=4, scale=0.5):
+    idx = rng.choice(motion.n_frames, n, replace=False)
+    lrot = quat.mul(motion.lrot[idx], quat.from_scaled_axis(
+        rng.normal(scale=scale, size=motion.lrot[idx].shape[:-1] + (3,))))
+    return lrot, motion.root_pos[idx] + rng.normal(scale=0.1, size=(n, 3))
+
+
+def test_jacobian_matches_finite_differences(motion, markerset):
+    rng = np.random.default_rng(3)
+    sk = motion.skeleton
+    lrot, root = _perturbed(motion, rng)
+    free = default_free_joints(sk, markerset)
+    free_idx = np.flatnonzero(free)
+    Jac = marker_jacobian(sk, markerset, lrot, root, free)
+    P = 3 + 3 * len(free_idx)
+    assert Jac.shape == (4, 3 * len(markerset), P)
+    num = np.empty_like(Jac)
+    eps = 1e-6
+    for p in range(P):
+        d = np.zeros((len(lrot), P))
+        d[:, p] = eps
+        lp, rp = K._apply(lrot, root, d, free_idx)
+        lm, rm = K._apply(lrot, root, -d, free_idx)
+        num[:, :, p] = ((marker_positions(sk, markerset, lp, rp)
+                         - marker_positions(sk, markerset, lm, rm)) / (2 * eps)).reshape(4, -1)
+    np.testing.assert_allclose(Jac, num, atol=1e-8)
+    # Rows of markers not downstream of a joint are exactly zero.
+    sub = K._subtree_matrix(sk)
+    c = int(np.flatnonzero(free_idx == sk.index("LeftForeArm"))[0])
+    rows = np.flatnonzero(~sub[sk.index("LeftForeArm")][markerset.body])
+    assert np.all(Jac[:, (3 * rows[:, None] + np.arange(3)).ravel(), 3 + 3 * c:6 + 3 * c] == 0)
+
+
+def test_moment_normal_equations_equal_dense_product(motion, markerset):
+    """The solver's closed-form J^T W J and J^T W r equal the dense products of the Jacobian."""
+    rng = np.random.default_rng(4)
+    sk = motion.skeleton
+    lrot, root = _perturbed(motion, rng)
+    free_idx = np.flatnonzero(default_free_joints(sk, markerset))
+    stc = K._Structure(sk, markerset, free_idx)
+    obs = marker_positions(sk, markerset, lrot, root) + rng.normal(scale=0.02,
+                                                                    size=(4, len(markerset), 3))
+    vis = rng.random((4, len(markerset))) > 0.3
+    wm = rng.random((4, len(markerset))) * vis
+    gpos, R, pm, r, _, w = K._evaluate(stc, lrot, root, obs, vis, wm, 0.05)
+    A, g = K._normal_equations(stc, w, pm, r, gpos)
+    B = np.zeros((4, stc.P, stc.P))
+    B[:, :3, :3] = np.eye(3)
+    for c, j in enumerate(free_idx):
+        B[:, 3 + 3 * c:6 + 3 * c, 3 + 3 * c:6 + 3 * c] = R[:, j]
+    Jac = marker_jacobian(sk, markerset, lrot, root)
+    W = np.repeat(w, 3, axis=1)
+    dense_A = np.einsum("fri,fr,frj->fij", Jac, W, Jac)
+    dense_g = np.einsum("fri,fr,fr->fi", Jac, W, r.reshape(4, -1))
+    np.testing.assert_allclose(np.swapaxes(B, 1, 2) @ A @ B, dense_A, atol=1e-12)
+    np.testing.assert_allclose((np.swapaxes(B, 1, 2) @ g[..., None])[..., 0], dense_g, atol=1e-14)
+
+
+# --------------------------------------------------------------------------- accuracy
+
+
+def test_clean_solve_accuracy_and_noise_floor(motion, markerset, clean):
+    pos, res, err = clean
+    sk = motion.skeleton
+    assert res.motion.meta["solver"] == "kinematic" and res.motion.fps == 120.0
+    assert res.converged.all()
+    assert np.allclose(np.linalg.norm(res.motion.lrot, axis=-1), 1.0)
+    assert res.observable.sum() >= 12 and res.observable[0]
+    # Honest noise floor: the residual of the ground-truth pose (a perfect fit).
+    truth = marker_positions(sk, markerset, motion.lrot, motion.root_pos)
+    floor = np.sqrt(np.mean(np.sum((pos - truth) ** 2, -1)))
+    rms = np.sqrt(np.nanmean(res.residual ** 2))
+    assert floor == pytest.approx(NOISE * np.sqrt(3), rel=0.02)
+    assert abs(rms - floor) < 0.001          # within 1 mm; below it, the fit absorbs some noise
+    assert err.mean() <= 2.0
+    # The error is the noise-limited optimum: starting at the truth ends in the same place.
+    at_truth = solve_kinematic(sk, markerset, pos, init=motion)
+    err_t = joint_angle_error_deg(at_truth.motion, motion, res.observable)
+    assert abs(err.mean() - err_t.mean()) < 0.01
+
+
+def test_zero_noise_full_clip_recovers_markers(motion, markerset):
+    pos = synthesize(motion, markerset, noise_m=0.0)
+    res = solve_kinematic(motion.skeleton, markerset, pos)
+    assert np.max(res.residual) < 1e-6
+    assert res.converged.all()
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 31 - 1), frame=st.integers(0, 267),
+       scale=st.floats(0.0, 0.4))
+def test_property_zero_noise_recovers_markers(motion, markerset, seed, frame, scale):
+    """Markers from a known pose (a real frame with random joint offsets applied), solved from
+    a pose perturbed by up to ``scale`` rad per joint, come back to < 1e-6 m."""
+    rng = np.random.default_rng(seed)
+    sk = motion.skeleton
+    m = motion[frame]
+    lrot = quat.mul(m.lrot, quat.from_scaled_axis(rng.normal(scale=0.2, size=(1, len(sk), 3))))
+    truth = Motion(sk, 120.0, m.root_pos, lrot)
+    pos = synthesize(truth, markerset, noise_m=0.0)
+    start = quat.mul(lrot, quat.from_scaled_axis(rng.normal(scale=scale / 2, size=(1, len(sk), 3))))
+    init = Motion(sk, 120.0, m.root_pos + rng.normal(scale=0.05, size=(1, 3)), start)
+    res = solve_kinematic(sk, markerset, pos, init=init, iterations=100)
+    assert np.max(res.residual) < 1e-6
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+def test_dropout_and_forearm_gap(motion, markerset, clean):
+    _, _, err_clean = clean
+    sk = motion.skeleton
+    fore = [n for n in markerset.names if n.startswith("LeftForeArm_")]
+    g0, g1 = 60, 180  # 1 s at 120 fps
+    drop = synthesize(motion, markerset, noise_m=NOISE, drop=0.3, rng=np.random.default_rng(8))
+    gap = drop.copy()
+    gap[g0:g1, [markerset.names.index(n) for n in fore]] = np.nan
+    res_d = solve_kinematic(sk, markerset, drop)
+    res_g = solve_kinematic(sk, markerset, gap)
+    obs = res_g.observable
+    assert np.all(np.isfinite(res_g.motion.lrot)) and np.all(np.isfinite(res_g.motion.root_pos))
+    assert np.isnan(res_g.residual[g0:g1, markerset.names.index(fore[0])]).all()
+    e_d = joint_angle_error_deg(res_d.motion, motion, obs)
+    e_g = joint_angle_error_deg(res_g.motion, motion, obs)
+    outside = np.ones(motion.n_frames, bool)
+    outside[g0:g1] = False
+    # The gap does not spoil the frames around it ...
+    assert e_g[outside].mean() <= e_d[outside].mean() + 1.0
+    # ... and 30 % dropout costs at most ~1.5 degrees over the clean solve (information lost).
+    assert e_g[outside].mean() <= err_clean[outside].mean() + 1.5
+    # No flips: no observable joint jumps between frames much more than the truth does.
+    step = np.degrees(quat.angle(res_g.motion.lrot[1:], res_g.motion.lrot[:-1]))
+    true_step = np.degrees(quat.angle(motion.lrot[1:], motion.lrot[:-1]))
+    assert np.max((step - true_step)[:, obs]) < 60.0
+    # Inside the gap the forearm is still held by the hand and upper arm.
+    fa = list(np.flatnonzero(obs)).index(sk.index("LeftForeArm"))
+    assert e_g[g0:g1, fa].mean() < 10.0
+
+
+def test_ghost_marker_is_rejected(motion, markerset, clean):
+    pos, res_clean, err_clean = clean
+    sk = motion.skeleton
+    k = 150
+    gi = markerset.names.index("RightForeArm_1")
+    ghost = pos.copy()
+    ghost[k, gi] += np.array([0.3, 0.4, 0.0])  # 0.5 m away
+    robust = solve_kinematic(sk, markerset, ghost, max_marker_pull=0.05)
+    plain = solve_kinematic(sk, markerset, ghost)
+    e_r = joint_angle_error_deg(robust.motion, motion, robust.observable)[k]
+    e_p = joint_angle_error_deg(plain.motion, motion, plain.observable)[k]
+    assert e_r.mean() < 3.0 and e_r.max() < 5.0
+    assert e_p.mean() > e_r.mean() + 2.0  # plain least squares is torn by it
+    assert robust.residual[k, gi] > 0.4 and robust.outlier[k, gi]
+    assert robust.outlier.sum() <= 3  # barely anything else is flagged
+    assert not plain.outlier.any()
+
+
+def test_first_frame_with_missing_markers(motion, markerset, clean):
+    pos, _, err_clean = clean
+    p = pos.copy()
+    p[0, ::4] = np.nan  # a quarter of the markers unseen in frame 0
+    res = solve_kinematic(motion.skeleton, markerset, p)
+    assert res.seed_frame == 0
+    err = joint_angle_error_deg(res.motion, motion, res.observable)
+    assert err.mean() <= err_clean.mean() + 0.2
+
+
+def test_free_joints_hold_their_rotation(motion, markerset, clean):
+    pos, _, _ = clean
+    sk = motion.skeleton
+    free = default_free_joints(sk, markerset)
+    free[sk.index("LeftLeg")] = False
+    res = solve_kinematic(sk, markerset, pos[:20], init=motion[:20], free_joints=free)
+    np.testing.assert_allclose(res.motion.lrot[:, sk.index("LeftLeg")],
+                               motion.lrot[:20, sk.index("LeftLeg")])
+    # Leaves with no marker at or below them are not free by default.
+    dfree = default_free_joints(sk, markerset)
+    assert not dfree[sk.index("LThumb")] and dfree[sk.index("LHipJoint")]
+    assert not observable_joints(sk, markerset)[sk.index("LHipJoint")]
+
+
+# --------------------------------------------------------------------------- error paths
+
+
+def test_all_markers_missing_frame_keeps_previous_pose(motion, markerset, clean):
+    pos, _, _ = clean
+    p = pos[:40].copy()
+    p[25] = np.nan
+    p[0] = np.nan  # before the seed: takes the pose of the frame after it
+    progress = []
+    res = solve_kinematic(motion.skeleton, markerset, p, progress=lambda d, t: progress.append(d))
+    assert res.seed_frame == 1
+    np.testing.assert_array_equal(res.motion.lrot[25], res.motion.lrot[24])
+    np.testing.assert_array_equal(res.motion.root_pos[25], res.motion.root_pos[24])
+    np.testing.assert_array_equal(res.motion.lrot[0], res.motion.lrot[1])
+    assert not res.converged[25] and res.iterations[25] == 0 and not res.converged[0]
+    assert res.converged[[1, 24, 26]].all()
+    assert np.isnan(res.residual[25]).all() and np.isnan(res.rms[25])
+    assert progress[-1] == 40 and progress == sorted(progress)
+
+
+def test_shape_errors(motion, markerset):
+    sk = motion.skeleton
+    M = len(markerset)
+    with pytest.raises(ShapeError,
+                       match=rf"pos: expected shape \(F, {M}, 3\).*got \(5, {M - 1}, 3\)"):
+        solve_kinematic(sk, markerset, np.zeros((5, M - 1, 3)))
+    with pytest.raises(ShapeError, match="expected shape"):
+        solve_kinematic(sk, markerset, np.zeros((M, 3)))
+    with pytest.raises(ShapeError, match="not infinite"):
+        solve_kinematic(sk, markerset, np.full((2, M, 3), np.inf))
+    with pytest.raises(ShapeError, match="no marker is visible"):
+        solve_kinematic(sk, markerset, np.full((2, M, 3), np.nan))
+    with pytest.raises(ShapeError, match="free_joints"):
+        solve_kinematic(sk, markerset, np.zeros((2, M, 3)), free_joints=np.ones(3, bool))
+    with pytest.raises(ShapeError, match="init has 268 frames, pos has 2"):
+        solve_kinematic(sk, markerset, np.zeros((2, M, 3)), init=motion)
+    with pytest.raises(ShapeError, match="max_marker_pull"):
+        solve_kinematic(sk, markerset, np.zeros((2, M, 3)), max_marker_pull=0.0)
+    bad = MarkerSet(("a", "b"), np.array([0, len(sk)]), np.zeros((2, 3)))
+    with pytest.raises(ShapeError, match=r"marker 'b' sits on body 31.*only 31 joints"):
+        solve_kinematic(sk, bad, np.zeros((2, 2, 3)))
