@@ -141,7 +141,9 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
 
 
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
-              n_frames: int = 60, iterations: int = 4, progress=None) -> Subject:
+              n_frames: int = 60, iterations: int = 4, pull: float = 0.05,
+              outlier_floor: float = 0.02, kinematic_options: dict | None = None,
+              progress=None) -> Subject:
     """Fit limb lengths and marker offsets to a trial.
 
     Args:
@@ -150,9 +152,14 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         template: the body template's skeleton; ``markerset``: its rough marker offsets.
         n_frames: frames used (spread over the take, the best-seen ones).
         iterations: pose / shape alternations.
+        pull: m, residual where a marker's pull starts to fade in the pose fits (robust loss).
+        outlier_floor: m; samples further than max(this, 4 x the median residual) from the fit
+            are left out of the shape fit, so a swapped label or a ghost cannot bend the subject.
+        kinematic_options: extra keywords for ``solve_kinematic`` (e.g. a rotation prior).
     """
     from .solver.kinematic import solve_kinematic
 
+    kinematic_options = kinematic_options or {}
     pos = np.asarray(pos, dtype=float)
     scale = estimate_scale(pos, template, markerset)
     sk = template.scaled(scale)
@@ -161,11 +168,15 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
     frames = choose_frames(pos, n_frames)
     sub = pos[frames]
     rms = float("nan")
-    init = None
+    use = sub
     for it in range(iterations):
-        res = solve_kinematic(sk, ms, sub, init=init, fps=fps, iterations=40)
-        sk, ms, rms = fit_shape(sk, ms, res.motion.grot, sub, template=prior)
-        init = None  # new offsets: start the pose fit afresh from the robust seed
+        res = solve_kinematic(sk, ms, use, fps=fps, iterations=40, max_marker_pull=pull,
+                              **kinematic_options)
+        # Robust: samples far off the fit (swapped labels, ghosts) do not shape the subject.
+        r = res.residual
+        cut = max(outlier_floor, 4.0 * float(np.nanmedian(r)))
+        use = np.where((np.nan_to_num(r, nan=np.inf) > cut)[..., None], np.nan, sub)
+        sk, ms, rms = fit_shape(sk, ms, res.motion.grot, use, template=prior)
         if progress is not None:
             progress(it + 1, rms)
     return Subject(sk, ms, scale, rms, frames)

@@ -141,7 +141,7 @@ def test_moment_normal_equations_equal_dense_product(motion, markerset):
                                                                     size=(4, len(markerset), 3))
     vis = rng.random((4, len(markerset))) > 0.3
     wm = rng.random((4, len(markerset))) * vis
-    gpos, R, pm, r, _, w = K._evaluate(stc, lrot, root, obs, vis, wm, 0.05)
+    gpos, R, pm, r, _, w, _ = K._evaluate(stc, lrot, root, obs, vis, wm, 0.05)
     A, g = K._normal_equations(stc, w, pm, r, gpos)
     B = np.zeros((4, stc.P, stc.P))
     B[:, :3, :3] = np.eye(3)

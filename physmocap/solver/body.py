@@ -21,7 +21,35 @@ from .. import quat
 from ..errors import PhysmocapError
 from ..skeleton import Skeleton
 
-__all__ = ["JointSpec", "PhysicsBody", "default_joint_spec"]
+__all__ = ["JointSpec", "PhysicsBody", "default_joint_spec", "import_pybullet"]
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # no C library to ask: the banner may show, no harm
+        pass
+
+
+def import_pybullet():
+    """``import pybullet`` without the build-time banner it prints on stderr (it would break
+    the CLI's rule of one clear line per problem, and interleave with progress lines)."""
+    import sys
+    if "pybullet" in sys.modules:
+        return sys.modules["pybullet"]
+    import os
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+            import pybullet
+            _flush_c_stdio()  # in case the banner sits in a C stdio buffer
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    return pybullet
 
 
 @dataclass(frozen=True)
@@ -91,12 +119,13 @@ class PhysicsBody:
 
     Link ``j - 1`` is joint ``j``; the base is the root. Each link's centre of mass sits halfway
     along its segment (so gravity and inertia are those of a limb, not of a point at the joint).
+    With ``hinge_as_ball`` hinges become 3-DoF joints whose hinge-likeness the caller enforces
+    with torques (the marker solver does, so a pose never jumps by projection onto an axis).
     """
 
     def __init__(self, skeleton: Skeleton, spec: JointSpec | None = None, gravity: float = 0.0,
-                 timestep: float = 1.0 / 240.0):
-        import pybullet as p
-
+                 timestep: float = 1.0 / 240.0, hinge_as_ball: bool = False):
+        p = import_pybullet()
         self.p = p
         self.skeleton = skeleton
         self.spec = spec or default_joint_spec(skeleton)
@@ -108,7 +137,8 @@ class PhysicsBody:
         p.setTimeStep(timestep, physicsClientId=self.client)
         self.timestep = timestep
         seg = _segment_vectors(skeleton)
-        kinds = {"ball": p.JOINT_SPHERICAL, "hinge": p.JOINT_REVOLUTE}
+        kinds = {"ball": p.JOINT_SPHERICAL,
+                 "hinge": p.JOINT_SPHERICAL if hinge_as_ball else p.JOINT_REVOLUTE}
         link_types = []
         for j in range(1, J):
             k = self.spec.kind[j]
@@ -132,8 +162,9 @@ class PhysicsBody:
             linkJointTypes=link_types, linkJointAxis=[list(map(float, a)) for a in axes[1:]],
             physicsClientId=self.client)
         self.links = list(range(J - 1))
-        self.ball = [j for j in range(1, J) if self.spec.kind[j] == "ball"]
-        self.hinge = [j for j in range(1, J) if self.spec.kind[j] == "hinge"]
+        self.ball = [j for j in range(1, J)
+                     if self.spec.kind[j] == "ball" or (hinge_as_ball and self.spec.kind[j] == "hinge")]
+        self.hinge = [j for j in range(1, J) if self.spec.kind[j] == "hinge" and not hinge_as_ball]
         self.hinge_axis = axes
         # Switch the default motors off; damping comes from set_damping.
         self.set_damping(0.0)

@@ -22,6 +22,15 @@ every block of ``J`` is a cross product with a lever ``p_m - gpos_j``, each bloc
 and ``J^T W r`` is a closed form in the zeroth, first and second weighted moments of the visible
 markers of one subtree (``_normal_equations``, checked against the dense product in the tests).
 That is O(F·(M + pairs)) instead of O(F·M·P²).
+
+Rotation prior. Markers cannot separate every joint: a thigh twist and an off-axis knee
+rotation, a forearm twist and a wrist twist, the spin of a toe carrying one marker. An optional
+quadratic prior ``sum_j (v_j - c_j)^T W_j (v_j - c_j)`` on the rotation vectors
+``v_j = log(lrot_j)`` (rad, ``quat.to_scaled_axis``) picks the anatomical split: ``hinge_prior``
+makes hinges stiff off their axis and can hold joints near rest. ``W_j`` is in m^2/rad^2, so it
+adds to the marker cost (m^2) directly. It is part of the LM cost exactly, and of the normal
+equations by Gauss–Newton: ``d v_j / d delta_j = Jr^-1(v_j)``, the inverse right Jacobian of
+SO(3), so the prior adds ``Jr^-T W Jr^-1`` to the joint's 3x3 diagonal block — O(F·J).
 """
 from __future__ import annotations
 
@@ -38,7 +47,7 @@ from ..skeleton import Skeleton, forward_kinematics
 
 __all__ = [
     "KinematicResult", "solve_kinematic", "marker_positions", "marker_jacobian",
-    "default_free_joints", "observable_joints",
+    "default_free_joints", "observable_joints", "hinge_prior", "HINGE_OFF_AXIS_WEIGHT",
 ]
 
 # Relative damping on start, its bounds, and the absolute ridge (m^2, on J^T W J) that keeps
@@ -162,6 +171,120 @@ def _free_index(skeleton: Skeleton, free_joints) -> np.ndarray:
     return np.flatnonzero(free)
 
 
+# --------------------------------------------------------------------------- rotation prior
+
+# Default stiffness of a hinge off its axis, m^2/rad^2 (see ``hinge_prior``).
+HINGE_OFF_AXIS_WEIGHT = 0.01
+
+
+def hinge_prior(kind, axis, weight_off_axis: float = HINGE_OFF_AXIS_WEIGHT,
+                weight_fixed: float = 0.0, fixed=None) -> tuple[np.ndarray, np.ndarray]:
+    """A ``rotation_prior`` for ``solve_kinematic`` from joint kinds: hinges stiff off their axis.
+
+    For a hinge ``j`` with unit axis ``a`` (in the joint's rest frame, as
+    ``BodyTemplate.axis``), ``W_j = weight_off_axis (I - a a^T)``: rotation about the axis is
+    free, any other component of the rotation vector costs ``weight_off_axis`` m^2 per rad^2.
+    Joints in ``fixed`` get ``W_j = weight_fixed I`` (held near the rest pose, whatever their
+    kind: e.g. toes carrying a single marker, whose rotation the markers cannot determine).
+    Other joints: zero. ``c = 0`` (the rest pose).
+
+    Default weight. A marker residual of ``s`` m costs ``s^2``. With ``w = 0.03`` m^2/rad^2, a
+    10 deg (0.175 rad) off-axis rotation costs 0.92e-3 m^2, as much as one marker 3 cm off
+    (~9x the ``(0.01 / 0.1745)^2 = 3.3e-3`` that equates 10 deg with 1 cm). It was tuned on
+    CMU 02_01 (cmu41 on the humanoid template): knees and elbows then stay within a few degrees
+    of their axes (median), which the markers can afford since they barely separate off-axis
+    knee/elbow rotation from thigh/upper-arm twist, while the marker RMS grows by well under
+    1 mm; ten times less left 10-20 deg off-axis, ten times more changed little but the RMS.
+
+    Args:
+        kind: ``(J,)`` joint kinds, ``"free"`` | ``"ball"`` | ``"hinge"``.
+        axis: ``(J, 3)`` hinge axes (any length > 0 for hinges; ignored, may be NaN, elsewhere).
+        weight_off_axis: m^2/rad^2, >= 0.
+        weight_fixed: m^2/rad^2, >= 0, for the joints in ``fixed``.
+        fixed: ``(J,)`` bool or None.
+    Returns:
+        ``(W (J, 3, 3), c (J, 3))``.
+    Raises:
+        ShapeError: mismatched shapes, a hinge with a zero or non-finite axis, negative weights.
+    """
+    kind = tuple(str(k) for k in kind)
+    J = len(kind)
+    axis = np.asarray(axis, dtype=float)
+    if axis.shape != (J, 3):
+        raise ShapeError(f"hinge_prior: axis must be ({J}, 3) for {J} joint kinds, "
+                         f"got {axis.shape}")
+    if not (weight_off_axis >= 0 and weight_fixed >= 0):
+        raise ShapeError(f"hinge_prior: weights must be >= 0, got {weight_off_axis!r}, "
+                         f"{weight_fixed!r}")
+    if fixed is None:
+        fixed = np.zeros(J, bool)
+    fixed = np.asarray(fixed)
+    if fixed.dtype != bool or fixed.shape != (J,):
+        raise ShapeError(f"hinge_prior: fixed must be a bool array of shape ({J},), "
+                         f"got {fixed.dtype} {fixed.shape}")
+    W = np.zeros((J, 3, 3))
+    for j, k in enumerate(kind):
+        if fixed[j]:
+            W[j] = weight_fixed * np.eye(3)
+        elif k == "hinge":
+            a = axis[j]
+            n = np.linalg.norm(a)
+            if not (np.isfinite(n) and n > 1e-9):
+                raise ShapeError(f"hinge_prior: joint {j} is a hinge with axis {a}")
+            a = a / n
+            W[j] = weight_off_axis * (np.eye(3) - np.outer(a, a))
+    return W, np.zeros((J, 3))
+
+
+def _check_prior(prior, J: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Validated ``(W (J, 3, 3) symmetric PSD, c (J, 3))`` or None."""
+    if prior is None:
+        return None
+    try:
+        W, c = prior
+        W = np.array(W, dtype=float)
+        c = np.array(c, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"rotation_prior: expected a pair (W (J, 3, 3), c (J, 3)) ({exc})"
+                         ) from None
+    if W.shape != (J, 3, 3) or c.shape != (J, 3):
+        raise ShapeError(f"rotation_prior: expected W ({J}, 3, 3) and c ({J}, 3), got W "
+                         f"{W.shape} and c {c.shape}")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(c))):
+        raise ShapeError("rotation_prior: W and c must be finite")
+    scale = max(float(np.abs(W).max()), 1e-300)
+    if np.abs(W - np.swapaxes(W, 1, 2)).max() > 1e-9 * scale:
+        raise ShapeError("rotation_prior: every W_j must be symmetric")
+    W = 0.5 * (W + np.swapaxes(W, 1, 2))
+    bad = np.flatnonzero(np.linalg.eigvalsh(W)[:, 0] < -1e-9 * scale)
+    if bad.size:
+        raise ShapeError(f"rotation_prior: W_j must be positive semi-definite (joint "
+                         f"{int(bad[0])} is not)")
+    return W, c
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    x, y, z = v[..., 0], v[..., 1], v[..., 2]
+    o = np.zeros_like(x)
+    return np.stack([np.stack([o, -z, y], -1), np.stack([z, o, -x], -1),
+                     np.stack([-y, x, o], -1)], -2)
+
+
+def _inv_right_jacobian(v: np.ndarray) -> np.ndarray:
+    """``Jr^-1(v) (..., 3, 3)``: ``log(exp(v) exp(d)) = v + Jr^-1(v) d + O(d^2)``.
+
+    ``I + [v]x / 2 + b [v]x^2`` with ``b = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |v|``
+    (``b -> 1/12`` at 0; finite up to ``t = pi``, where ``log`` itself jumps).
+    """
+    t = np.linalg.norm(v, axis=-1)
+    small = t < 1e-3
+    ts = np.where(small, 1.0, t)
+    b = np.where(small, 1.0 / 12.0 + t * t / 720.0,
+                 1.0 / ts ** 2 - (1.0 + np.cos(ts)) / (2.0 * ts * np.maximum(np.sin(ts), 1e-12)))
+    K = _skew(v)
+    return np.eye(3) + 0.5 * K + b[..., None, None] * (K @ K)
+
+
 def marker_jacobian(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
                     root_pos: np.ndarray, free_joints: np.ndarray | None = None) -> np.ndarray:
     """Analytic Jacobian ``(F, 3M, P)`` of the world marker positions.
@@ -225,7 +348,8 @@ def _fk_matrices(skeleton: Skeleton, lrot: np.ndarray, root_pos: np.ndarray
 class _Structure:
     """Index tables shared by every iteration of one solve."""
 
-    def __init__(self, skeleton: Skeleton, markerset: MarkerSet, free_idx: np.ndarray):
+    def __init__(self, skeleton: Skeleton, markerset: MarkerSet, free_idx: np.ndarray,
+                 prior: tuple[np.ndarray, np.ndarray] | None = None):
         self.skeleton = skeleton
         self.body = markerset.body
         self.offset = markerset.offset
@@ -265,6 +389,19 @@ class _Structure:
         self.od = od
         self.diag_flat = np.arange(P) * (P + 1)
         self.diag_blk = np.flatnonzero(self.pa == self.pb)      # pair index of each (j, j)
+        # Rotation prior on the free joints with a non-zero W (``pk`` positions in ``free``).
+        self.prior = prior
+        if prior is None:
+            pk = np.zeros(0, int)
+        else:
+            pk = np.flatnonzero(np.any(prior[0][free_idx] != 0.0, axis=(1, 2)))
+        self.pk = pk
+        self.pj = free_idx[pk]
+        if pk.size:
+            self.pW = prior[0][self.pj]
+            self.pc = prior[1][self.pj]
+        self.p_flat = blk(3 + 3 * pk, 3 + 3 * pk).ravel()        # their 3x3 diagonal blocks
+        self.p_g = (3 + 3 * pk[:, None] + k).ravel()
 
 
 def _normal_equations(st: _Structure, w: np.ndarray, pm: np.ndarray, r: np.ndarray,
@@ -373,7 +510,29 @@ def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull):
     dist = np.sqrt(np.einsum("nmi,nmi->nm", r, r))
     rho, irls = _robust(dist, pull)
     cost = np.sum(wm * rho, axis=1)
-    return gpos, R, pm, r, cost, wm * irls
+    if st.pk.size:
+        v = quat.to_scaled_axis(lrot[:, st.pj])                     # (n, npk, 3)
+        e = v - st.pc
+        cost = cost + np.einsum("nki,kij,nkj->n", e, st.pW, e)
+    else:
+        v = np.zeros((len(lrot), 0, 3))
+    return gpos, R, pm, r, cost, wm * irls, v
+
+
+def _add_prior(st: _Structure, A: np.ndarray, g: np.ndarray, v: np.ndarray, R: np.ndarray):
+    """Add the Gauss–Newton terms of the rotation prior to ``A (n, P, P)``, ``g (n, P)``.
+
+    ``v_j(omega) ~ v_j + G omega`` with ``G = Jr^-1(v_j) R_j^T`` (world-axis increment
+    ``omega = R_j delta``): ``A_jj += G^T W G``, ``g_j -= G^T W (v_j - c_j)``.
+    """
+    n = len(A)
+    G = _inv_right_jacobian(v) @ np.swapaxes(R[:, st.pj], -1, -2)     # (n, npk, 3, 3)
+    Gt = np.swapaxes(G, -1, -2)
+    H = Gt @ (st.pW @ G)
+    gp = (Gt @ (st.pW @ (v - st.pc)[..., None]))[..., 0]
+    Af = A.reshape(n, -1)
+    Af[:, st.p_flat] += H.reshape(n, -1)
+    g[:, st.p_g] -= gp.reshape(n, -1)
 
 
 def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
@@ -384,7 +543,7 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
     its = np.zeros(n, int)
     conv = np.zeros(n, bool)
     lam = np.full(n, _LAMBDA0)
-    gpos, R, pm, r, cost, w = _evaluate(st, lrot, root, obs, vis, wm, pull)
+    gpos, R, pm, r, cost, w, v = _evaluate(st, lrot, root, obs, vis, wm, pull)
     active = np.ones(n, bool)
     eyeP = np.eye(st.P, dtype=bool)
     for _ in range(iterations):
@@ -392,6 +551,8 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
         if act.size == 0:
             break
         A, g = _normal_equations(st, w[act], pm[act], r[act], gpos[act])
+        if st.pk.size:
+            _add_prior(st, A, g, v[act], R[act])
         # Marquardt damping, isotropic per 3x3 block so that it does not depend on the axes
         # (world here, local in the model): the step equals the local-axis LM step.
         diag = A[:, eyeP].reshape(len(act), -1, 3).mean(axis=-1).repeat(3, axis=-1)
@@ -409,7 +570,7 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
         small = (step < tol) | (np.abs(c_old - c_new) <= tol * c_old) | (c_new < 1e-24)
         acc = act[ok]
         lrot[acc], root[acc] = l_new[ok], r_new[ok]
-        gpos[acc], R[acc], pm[acc], r[acc], cost[acc], w[acc] = (a[ok] for a in e)
+        gpos[acc], R[acc], pm[acc], r[acc], cost[acc], w[acc], v[acc] = (a[ok] for a in e)
         lam[acc] = np.maximum(lam[acc] * 0.1, _LAMBDA_MIN)
         rej = act[~ok]
         lam[rej] *= 10.0
@@ -454,7 +615,7 @@ def _seed(st: _Structure, obs0, vis0, wm, free_bool, iterations, tol, pull):
     total = 0
     for limit in (0, 2, 4, None):
         stage = free_bool if limit is None else free_bool & (depth <= limit)
-        sub = _Structure(skel, _MS(st), np.flatnonzero(stage))
+        sub = _Structure(skel, _MS(st), np.flatnonzero(stage), st.prior)
         # Intermediate stages only need to bring the trunk near; the last one converges.
         cap = iterations if limit is None else min(iterations, 30)
         lrot, root, its, conv = _lm(sub, obs0[None], vis0[None], wm[None], lrot, root,
@@ -484,7 +645,9 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                     max_marker_pull: float | None = None,
                     progress: Callable[[int, int], None] | None = None,
                     chunk: int = 32, chunk_incomplete: int = 8,
-                    seed_iterations: int = 200) -> KinematicResult:
+                    seed_iterations: int = 200,
+                    rotation_prior: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> KinematicResult:
     """Fit the skeleton to marker positions, every frame independently (no temporal smoothing).
 
     Args:
@@ -516,6 +679,12 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         chunk: frames per warm-started batch where every marker is seen (>= 1).
         chunk_incomplete: frames per batch where some marker is missing (>= 1).
         seed_iterations: LM iteration cap per stage of the seed frame.
+        rotation_prior: ``(W (J, 3, 3), c (J, 3))`` or None: adds
+            ``sum_j (v_j - c_j)^T W_j (v_j - c_j)`` to the cost, ``v_j`` the rotation vector
+            (rad) of joint ``j``'s local rotation from the rest pose, ``W_j`` symmetric positive
+            semi-definite in m^2/rad^2 (comparable to squared marker residuals in m^2). Only
+            free joints are affected (the root's ``v_0`` is its global rotation). ``hinge_prior``
+            builds one from joint kinds. All-zero ``W`` gives exactly the unregularised solve.
     Returns:
         ``KinematicResult``. A frame with no visible marker is not solved: it keeps the pose of
         the frame solved just before it in processing order (the previous frame after the seed,
@@ -523,7 +692,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         ``converged False`` and ``iterations 0``.
     Raises:
         ShapeError: ``pos`` not ``(F, M, 3)`` for this marker set, infinite values, a marker on a
-            joint the skeleton does not have, bad ``init`` / ``free_joints`` / parameters.
+            joint the skeleton does not have, bad ``init`` / ``free_joints`` / parameters, a
+            ``rotation_prior`` with wrong shapes or a ``W_j`` not symmetric PSD.
     """
     _check_markerset(skeleton, markerset)
     M = len(markerset)
@@ -555,11 +725,12 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         if init.n_frames != F:
             raise ShapeError(f"init has {init.n_frames} frames, pos has {F}")
 
+    prior = _check_prior(rotation_prior, J)
     vis = ~np.isnan(pos).any(axis=-1)
     nvis = vis.sum(axis=1)
     obs = np.where(vis[..., None], pos, 0.0)
     wm = np.broadcast_to(markerset.weight, (F, M)) * vis
-    st = _Structure(skeleton, markerset, np.flatnonzero(free_bool))
+    st = _Structure(skeleton, markerset, np.flatnonzero(free_bool), prior)
 
     lrot = np.empty((F, J, 4))
     root = np.empty((F, 3))

@@ -47,6 +47,13 @@ class PhysicalSettings:
         resist: stiffness of the resistive joint torques that hold each joint near its
             warm-start rotation, as a fraction of one marker spring at 10 cm (N·m/rad); small
             enough not to bias observed joints, enough to stop unobserved ones drifting.
+        hinge_stiffness: torque stiffness (same unit) against a hinge joint's rotation off its
+            axis: knees and elbows are hinge-like, yet markers may pull them slightly off.
+        limit_stiffness: torque stiffness (same unit) past a joint limit (hinge angle range;
+            ball swing cone and twist range).
+        ball_limits: also enforce ball-joint swing/twist limits. Off by default: the template's
+            twist zero is not calibrated per subject, so a real capture can sit outside the
+            template's ball ranges while being anatomically fine; such frames are reported.
     """
 
     stiffness: float = 1000.0
@@ -60,6 +67,9 @@ class PhysicalSettings:
     plant_stiffness: float = 50000.0
     predict: bool = True
     resist: float = 0.02
+    hinge_stiffness: float = 2.0
+    limit_stiffness: float = 10.0
+    ball_limits: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +83,7 @@ class PhysicalResult:
         clipped: ``(F, M)`` bool, markers beyond ``outlier_distance`` at equilibrium (outliers,
             ghosts, swaps): their springs were weakened.
         constraint_points: ``(F, K, 3)`` m, world position of each constrained body point.
+        limit_hit: ``(F, J)`` bool, joints held at a limit (by the limit torque) at equilibrium.
     """
 
     motion: Motion
@@ -80,6 +91,7 @@ class PhysicalResult:
     substeps: np.ndarray
     clipped: np.ndarray
     constraint_points: np.ndarray
+    limit_hit: np.ndarray
     meta: dict = field(default_factory=dict)
 
 
@@ -133,6 +145,41 @@ def _marker_mass_properties(skeleton: Skeleton, markerset: MarkerSet, k: np.ndar
     return mass, inertia
 
 
+def joint_torques(q: np.ndarray, target: np.ndarray, kind: np.ndarray, axis: np.ndarray,
+                  limits: np.ndarray, twist_axis: np.ndarray, kp: float, kh: float, kl: float,
+                  ball_limits: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Resistive, hinge and limit torques ``(n, 3)`` N·m for joint rotations ``q (n, 4)``.
+
+    ``target``: rotations the resistive term holds the joints near; ``kind``: True for hinges;
+    ``axis``, ``limits``, ``twist_axis`` as in ``JointSpec``. A rotation's axis is the same in
+    parent and child frames, so the torques need no frame change. Also returns ``(n,)`` bool:
+    joints past a limit.
+    """
+    q = quat.abs_w(q)
+    tau = -kp * quat.to_scaled_axis(quat.mul(quat.conj(target), q))
+    v = quat.to_scaled_axis(q)                                  # rotation from the rest pose
+    hinge = kind
+    a = np.nan_to_num(axis)
+    ang = np.sum(v * a, axis=-1)
+    off = v - ang[:, None] * a
+    tau -= np.where(hinge[:, None], kh * off, 0.0)
+    lo, hi = limits[:, 0], limits[:, 1]
+    over_h = np.where(ang < lo, ang - lo, np.where(ang > hi, ang - hi, 0.0))
+    # Ball joints: swing cone about the bone axis and twist range.
+    t = twist_axis
+    tw = 2.0 * np.arctan2(np.sum(q[:, :3] * t, axis=-1), q[:, 3])
+    twist_q = quat.from_axis_angle(t, tw)
+    swing_v = quat.to_scaled_axis(quat.mul(q, quat.conj(twist_q)))
+    swing = np.linalg.norm(swing_v, axis=-1)
+    over_s = np.maximum(swing - lo, 0.0)
+    over_t = np.sign(tw) * np.maximum(np.abs(tw) - hi, 0.0)
+    ball_tau = -kl * (over_s[:, None] * swing_v / np.maximum(swing, 1e-9)[:, None]
+                      + over_t[:, None] * t)
+    tau += np.where(hinge[:, None], -kl * over_h[:, None] * a, ball_tau if ball_limits else 0.0)
+    past = np.where(hinge, over_h != 0.0, (over_s > 0.0) | (over_t != 0.0))
+    return tau, past
+
+
 def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fps: float,
                    init: Motion, spec: JointSpec | None = None,
                    settings: PhysicalSettings = PhysicalSettings(),
@@ -170,12 +217,20 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
     residual = np.full((F, M), np.nan)
     clipped = np.zeros((F, M), bool)
     used = np.zeros(F, int)
+    limit_hit = np.zeros((F, len(skeleton)), bool)
     K = 0 if anchors is None else anchors.shape[1]
     cpoints = np.full((F, K, 3), np.nan)
-    with PhysicsBody(skeleton, spec, gravity=0.0, timestep=s.timestep) as body:
+    with PhysicsBody(skeleton, spec, gravity=0.0, timestep=s.timestep,
+                     hinge_as_ball=True) as body:
+        jb = np.array(body.ball, int)
+        js = body.spec
+        is_hinge = np.array([js.kind[j] == "hinge" for j in jb], bool)
+        lim = np.nan_to_num(js.limits[jb], nan=np.pi) if len(jb) else np.zeros((0, 2))
+        lim = np.where(np.isfinite(lim), lim, np.pi)
         body.set_pose(init.root_pos[0], init.lrot[0])
         k_before = None
-        kp = s.resist * float(np.median(k_all)) * 0.1 ** 2
+        k_rot = float(np.median(k_all)) * 0.1 ** 2          # one spring at 10 cm, N·m/rad
+        kp, kh, kl = s.resist * k_rot, s.hinge_stiffness * k_rot, s.limit_stiffness * k_rot
         for f in range(F):
             # The preconditioning masses follow the springs that pull this frame: the marker
             # springs seen, plus constraint springs (much stiffer) on their points.
@@ -185,9 +240,11 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 np.add.at(k_now, anchor_rows[on], s.plant_stiffness)
             if k_before is None or np.any(k_now != k_before):
                 k_before = k_now
-                body.set_mass_properties(*_marker_mass_properties(
-                    skeleton, markerset, k_now, s.timestep, s.mass_floor,
-                    float(np.median(k_all))))
+                mass, inertia = _marker_mass_properties(
+                    skeleton, markerset, k_now, s.timestep, s.mass_floor, float(np.median(k_all)))
+                # Joint torque stiffness acts on the child segment: precondition for it too.
+                inertia[jb] += (kp + np.where(is_hinge, kh, 0.0) + kl) * s.timestep ** 2
+                body.set_mass_properties(mass, inertia)
             if init.n_frames == F and f > 0:
                 body.set_pose(init.root_pos[f], init.lrot[f])
             elif f >= 2 and s.predict:
@@ -223,10 +280,13 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                     body.apply_forces(markerset.body[crow], lm[crow], fc)
                 body.step()
                 q = body.scale_velocities(s.keep)
-                if kp > 0 and len(body.ball):
-                    dev = quat.to_scaled_axis(quat.mul(quat.conj(ball_target), q))
-                    body.set_joint_torques(-kp * dev)
+                if len(jb):
+                    tau, past = joint_torques(q, ball_target, is_hinge, js.axis[jb], lim,
+                                              js.twist_axis[jb], kp, kh, kl, s.ball_limits)
+                    body.set_joint_torques(tau)
             used[f] = sub + 1
+            if len(jb):
+                limit_hit[f, jb] = past
             out_root[f], out_lrot[f] = body.get_pose()
             d = np.linalg.norm(pos[f] - lm, axis=-1)
             residual[f, idx] = d[idx]
@@ -236,4 +296,4 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             if progress is not None and (f % 50 == 0 or f == F - 1):
                 progress(f + 1)
     motion = Motion(skeleton, fps, out_root, out_lrot, {"solver": "physical"})
-    return PhysicalResult(motion, residual, used, clipped, cpoints)
+    return PhysicalResult(motion, residual, used, clipped, cpoints, limit_hit)

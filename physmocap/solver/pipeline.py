@@ -1,0 +1,243 @@
+"""The whole marker solve: capture in, calibrated subject, kinematic start, physical equilibrium,
+metrics out. ``physmocap solve`` is a thin wrapper around ``solve_capture``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import quat
+from ..calibrate import Subject, calibrate
+from ..errors import PhysmocapError
+from ..markers import MarkerTrajectories
+from ..motion import Motion
+from ..scene import BodyTemplate, MarkerSetSpec
+from .body import JointSpec, _segment_vectors
+from .contacts import FOOT_MARKERS, detect_plants
+from .kinematic import solve_kinematic
+from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
+
+__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "limit_hits"]
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """Everything a solve produced.
+
+    Attributes:
+        motion: the physical solve (the answer); ``kinematic``: the kinematic reference solve.
+        subject: calibrated skeleton and marker offsets; ``labels``: the markers used (columns).
+        pos: ``(F, M, 3)`` m, the captured markers used; ``solved_markers``: ``(F, M, 3)`` m, the
+            landmarks of the solved body (fill gaps with these).
+        residual: ``(F, M)`` m; ``outliers``: ``(F, M)`` bool; ``plants``: ``(F, K)`` bool with
+            ``plant_labels`` naming the K foot markers.
+        report: the JSON-ready metrics.
+    """
+
+    motion: Motion
+    kinematic: Motion
+    subject: Subject
+    labels: tuple
+    pos: np.ndarray
+    solved_markers: np.ndarray
+    residual: np.ndarray
+    outliers: np.ndarray
+    plants: np.ndarray
+    plant_labels: tuple
+    report: dict = field(default_factory=dict)
+
+
+def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
+    """The physical joint description of a body template (kinds, hinge axes, limits, masses)."""
+    sk = skeleton or body.skeleton
+    seg = _segment_vectors(sk)
+    n = np.linalg.norm(seg, axis=-1, keepdims=True)
+    twist = np.where(n > 1e-6, seg / np.maximum(n, 1e-9), [0.0, 0.0, 1.0])
+    return JointSpec(tuple(body.joint_type), np.array(body.axis), np.array(body.limits),
+                     np.array(body.mass), twist)
+
+
+def functional_axes(spec: JointSpec, lrot: np.ndarray) -> JointSpec:
+    """Hinge axes fitted to the subject: for each hinge, the dominant rotation axis of its
+    kinematically solved local rotations ``lrot (F, J, 4)`` (a functional joint axis, as gait
+    labs fit knee axes), signed like the template's axis so limits keep their meaning."""
+    axis = spec.axis.copy()
+    for j, kind in enumerate(spec.kind):
+        if kind != "hinge":
+            continue
+        v = quat.to_scaled_axis(quat.unroll(lrot[:, j]))
+        v = v[np.linalg.norm(v, axis=-1) > np.radians(5.0)]   # too small to show an axis
+        if len(v) < 10:
+            continue
+        w, vec = np.linalg.eigh(v.T @ v)
+        a = vec[:, -1]
+        axis[j] = a if a @ spec.axis[j] >= 0 else -a
+    return JointSpec(spec.kind, axis, spec.limits, spec.mass, spec.twist_axis)
+
+
+def limit_hits(motion: Motion, spec: JointSpec, margin: float = np.radians(1.0)) -> dict:
+    """Frames at (or beyond) a joint limit, per joint name; ball joints by swing and twist."""
+    out = {}
+    lrot = quat.abs_w(motion.lrot)
+    for j, kind in enumerate(spec.kind):
+        if kind == "hinge":
+            a = spec.axis[j]
+            ang = 2.0 * np.arctan2(lrot[:, j, :3] @ a, lrot[:, j, 3])
+            lo, hi = spec.limits[j]
+            hits = (ang <= lo + margin) | (ang >= hi - margin)
+        elif kind == "ball":
+            t = spec.twist_axis[j]
+            # swing-twist split about the bone axis
+            proj = (lrot[:, j, :3] @ t)[:, None] * t
+            twist_q = quat.normalize(np.concatenate([proj, lrot[:, j, 3:]], axis=-1))
+            twist = np.abs(quat.to_scaled_axis(twist_q) @ t)
+            swing = quat.angle(quat.mul(lrot[:, j], quat.conj(twist_q)))
+            sw, tw = spec.limits[j]
+            hits = (swing >= sw - margin) | (twist >= tw - margin)
+        else:
+            continue
+        n = int(np.sum(hits))
+        if n:
+            out[motion.skeleton.names[j]] = n
+    return out
+
+
+def _foot_rows(labels: tuple) -> tuple[np.ndarray, tuple]:
+    rows = [i for i, l in enumerate(labels)
+            if any(l in FOOT_MARKERS[side][:2] for side in FOOT_MARKERS)]   # heels and toes
+    return np.array(rows, int), tuple(labels[i] for i in rows)
+
+
+def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTemplate,
+                  static: MarkerTrajectories | None = None,
+                  settings: PhysicalSettings = PhysicalSettings(), plants: bool = True,
+                  calibration_frames: int = 60, progress=None) -> SolveResult:
+    """Solve a capture with the physical marker solver.
+
+    Args:
+        markers: the motion trial (physical markers; extra labels are ignored).
+        spec: the marker set; ``body``: the body template.
+        static: a static trial of the same subject for calibration (else the motion trial).
+        plants: detect foot plants and pin planted feet.
+        progress: ``progress(stage, done, total)`` for a progress bar.
+    """
+    t0 = time.perf_counter()
+    say = progress or (lambda *a: None)
+    missing = spec.missing(markers.labels)
+    if missing:
+        raise PhysmocapError(f"capture lacks markers the set '{spec.name}' requires: "
+                             f"{', '.join(missing)}", markers.meta.get("path"))
+    ms0 = spec.bind(body.skeleton, labels=markers.labels)
+    labels = ms0.names
+    pos = markers.select(labels).pos
+    if markers.n_frames == 0:
+        raise PhysmocapError("capture has no frames", markers.meta.get("path"))
+
+    # 1. calibration (static trial if given)
+    if static is not None:
+        smiss = [l for l in labels if l not in static.labels]
+        if smiss:
+            raise PhysmocapError(f"static trial lacks markers of the motion trial: "
+                                 f"{', '.join(smiss)}", static.meta.get("path"))
+        cal_pos = static.select(labels).pos
+        cal_fps = static.fps
+    else:
+        cal_pos, cal_fps = pos, markers.fps
+    say("calibrate", 0, 1)
+    subject = calibrate(cal_pos, cal_fps, body.skeleton, ms0, n_frames=calibration_frames)
+    say("calibrate", 1, 1)
+    sk, ms = subject.skeleton, subject.markerset
+    t_cal = time.perf_counter()
+
+    # 2. kinematic reference (also the fast initial pose)
+    kin = solve_kinematic(sk, ms, pos, fps=markers.fps, max_marker_pull=settings.outlier_distance,
+                          progress=lambda d, n=markers.n_frames: say("kinematic", d, n))
+    t_kin = time.perf_counter()
+
+    # 3. foot plants from the foot markers
+    rows, plant_labels = _foot_rows(labels)
+    if plants and len(rows):
+        planted = detect_plants(pos[:, rows], markers.fps)
+        anchors = plant_anchors(pos[:, rows], planted, floor=None)
+    else:
+        planted = np.zeros((markers.n_frames, len(rows)), bool)
+        anchors = None
+
+    # 4. physical equilibrium, starting each frame from the kinematic pose
+    jspec = functional_axes(joint_spec_from_body(body, sk), kin.motion.lrot)
+    phys = solve_physical(sk, ms, pos, markers.fps, init=kin.motion, spec=jspec,
+                          settings=settings, anchors=anchors,
+                          anchor_rows=rows if anchors is not None else None,
+                          progress=lambda d, n=markers.n_frames: say("physical", d, n))
+    t_phys = time.perf_counter()
+
+    motion = phys.motion
+    solved = landmarks(motion.gpos, motion.grot, ms)
+    residual = phys.residual
+    report = _report(markers, labels, pos, residual, kin.residual, phys, planted, rows,
+                     plant_labels, solved,
+                     {motion.skeleton.names[j]: int(n)
+                      for j, n in enumerate(phys.limit_hit.sum(axis=0)) if n}, subject,
+                     timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
+                                  physical=t_phys - t_kin, total=t_phys - t0))
+    return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
+                       phys.clipped, planted, plant_labels, report)
+
+
+def _mm(x) -> float:
+    return round(float(x) * 1000.0, 3)
+
+
+def _report(markers, labels, pos, residual, kin_residual, phys, planted, rows, plant_labels,
+            solved, hits, subject, timings) -> dict:
+    F = markers.n_frames
+    r = residual
+    per_marker = np.sqrt(np.nanmean(r ** 2, axis=0))
+    # Foot skate: horizontal travel per frame of the solved foot points while planted.
+    skate = []
+    for k, row in enumerate(rows):
+        both = planted[1:, k] & planted[:-1, k]
+        if both.any():
+            step = np.linalg.norm(np.diff(solved[:, row, :2], axis=0), axis=-1)
+            skate.append(step[both])
+    skate = np.concatenate(skate) if skate else np.zeros(0)
+    outliers = {labels[m]: int(n) for m, n in enumerate(phys.clipped.sum(axis=0)) if n}
+    inlier = np.where(phys.clipped, np.nan, r)
+    return {
+        "source": markers.meta.get("path", ""),
+        "frames": F, "fps": markers.fps, "markers": list(labels),
+        "marker_rms_mm": _mm(np.sqrt(np.nanmean(inlier ** 2))),
+        "marker_rms_all_mm": _mm(np.sqrt(np.nanmean(r ** 2))),
+        "marker_max_mm": _mm(np.nanmax(r)) if np.any(~np.isnan(r)) else None,
+        "per_marker_rms_mm": {l: _mm(v) for l, v in zip(labels, per_marker)},
+        "kinematic_rms_mm": _mm(np.sqrt(np.nanmean(kin_residual ** 2))),
+        "frames_over_40mm": int(np.sum(np.nanmax(np.nan_to_num(inlier), axis=1) > 0.040)),
+        "frames_over_40mm_all": int(np.sum(np.nanmax(np.nan_to_num(r), axis=1) > 0.040)),
+        "gap_frames": {l: int(n) for l, n in zip(labels, np.isnan(pos).any(-1).sum(0))},
+        "outlier_frames": outliers,
+        "foot_plant_frames": {l: int(n) for l, n in zip(plant_labels, planted.sum(0))},
+        "foot_skate_mm": {"mean": _mm(skate.mean()) if skate.size else 0.0,
+                          "max": _mm(skate.max()) if skate.size else 0.0},
+        "joint_limit_hits": hits,
+        "calibration": {"scale": round(subject.scale, 4), "rms_mm": _mm(subject.rms_m),
+                        "frames": len(subject.frames)},
+        "substeps_median": float(np.median(phys.substeps)),
+        "solve_seconds": round(timings["total"], 3),
+        "seconds": {k: round(v, 3) for k, v in timings.items()},
+        "frames_per_second": round(F / max(timings["physical"], 1e-9), 1),
+    }
+
+
+def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "") -> MarkerTrajectories:
+    """The capture's markers with gaps filled from the solved body, plus the solved joint
+    centres as virtual points (``<Joint>_JC``): what ``--c3d-out`` writes."""
+    filled = np.where(np.isnan(result.pos), result.solved_markers, result.pos)
+    sk = result.motion.skeleton
+    jc = result.motion.gpos
+    labels = tuple(result.labels) + tuple(f"{n}_JC" for n in sk.names)
+    pos = np.concatenate([filled, jc], axis=1)
+    virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
+    return MarkerTrajectories(labels, fps, pos, virtual, subject_name,
+                              {"gap_filled": int(np.isnan(result.pos).any(-1).sum())})
