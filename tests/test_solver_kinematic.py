@@ -320,3 +320,186 @@ def test_shape_errors(motion, markerset):
     bad = MarkerSet(("a", "b"), np.array([0, len(sk)]), np.zeros((2, 3)))
     with pytest.raises(ShapeError, match=r"marker 'b' sits on body 31.*only 31 joints"):
         solve_kinematic(sk, bad, np.zeros((2, 2, 3)))
+
+
+# --------------------------------------------------------------------------- rotation prior
+
+
+def _knee_hinge(motion):
+    """``motion`` with LeftLeg's rotation replaced by a pure rotation about its dominant axis."""
+    kn = motion.skeleton.index("LeftLeg")
+    v = quat.to_scaled_axis(quat.unroll(motion.lrot[:, kn]))
+    a = np.linalg.eigh(v.T @ v)[1][:, -1]
+    lrot = motion.lrot.copy()
+    lrot[:, kn] = quat.from_axis_angle(a, v @ a)
+    return Motion(motion.skeleton, motion.fps, motion.root_pos, lrot), kn, a
+
+
+def _off_axis_deg(lrot, a):
+    v = quat.to_scaled_axis(lrot)
+    return np.degrees(np.linalg.norm(v - np.outer(v @ a, a), axis=1))
+
+
+def test_inverse_right_jacobian_matches_finite_differences():
+    rng = np.random.default_rng(11)
+    v = rng.normal(size=(6, 3))
+    v *= (rng.uniform(0.0, 3.0, 6) / np.linalg.norm(v, axis=1))[:, None]
+    v[0] = [1e-5, -2e-5, 0.0]                                  # the small-angle series
+    Jr = K._inv_right_jacobian(v)
+    q = quat.from_scaled_axis(v)
+    eps = 1e-6
+    for k in range(3):
+        d = np.zeros(3)
+        d[k] = eps
+        num = (quat.to_scaled_axis(quat.mul(q, quat.from_scaled_axis(d)))
+               - quat.to_scaled_axis(quat.mul(q, quat.from_scaled_axis(-d)))) / (2 * eps)
+        np.testing.assert_allclose(Jr[:, :, k], num, atol=1e-7)
+
+
+def test_hinge_prior_matrices():
+    kind = ("free", "ball", "hinge", "hinge")
+    axis = np.array([[np.nan] * 3, [np.nan] * 3, [0, 2.0, 0], [0, 0, -1.0]])
+    W, c = K.hinge_prior(kind, axis, 0.02, 0.5, fixed=np.array([0, 0, 0, 1], bool))
+    assert W.shape == (4, 3, 3) and c.shape == (4, 3) and not c.any()
+    assert not W[:2].any()
+    np.testing.assert_allclose(W[2], 0.02 * np.diag([1.0, 0.0, 1.0]))
+    np.testing.assert_allclose(W[3], 0.5 * np.eye(3))       # fixed wins over hinge
+    W, _ = K.hinge_prior(kind, axis)
+    np.testing.assert_allclose(W[3], K.HINGE_OFF_AXIS_WEIGHT * np.diag([1.0, 1.0, 0.0]))
+    with pytest.raises(ShapeError, match="axis must be"):
+        K.hinge_prior(kind, axis[:3])
+    with pytest.raises(ShapeError, match="hinge with axis"):
+        K.hinge_prior(kind, np.zeros((4, 3)))
+    with pytest.raises(ShapeError, match="weights must be >= 0"):
+        K.hinge_prior(kind, axis, -1.0)
+    with pytest.raises(ShapeError, match="fixed must be"):
+        K.hinge_prior(kind, axis, fixed=np.ones(3, bool))
+
+
+def test_zero_prior_is_the_unregularised_solve(motion, markerset, clean):
+    pos, _, _ = clean
+    sk = motion.skeleton
+    J = len(sk)
+    p = pos[:60].copy()
+    p[10:20, 3] = np.nan                                      # incomplete-chunk path too
+    plain = solve_kinematic(sk, markerset, p)
+    zero = solve_kinematic(sk, markerset, p, rotation_prior=(np.zeros((J, 3, 3)),
+                                                             np.ones((J, 3))))
+    np.testing.assert_array_equal(zero.motion.lrot, plain.motion.lrot)
+    np.testing.assert_array_equal(zero.motion.root_pos, plain.motion.root_pos)
+    np.testing.assert_array_equal(zero.iterations, plain.iterations)
+
+
+def test_hinge_prior_on_a_pure_hinge_knee(motion, markerset):
+    """The left knee moves as a pure hinge and its shank carries one marker: the hinge prior
+    keeps the solved knee on its axis (the plain solve wanders off it with the noise) and makes
+    the knee and the pose overall no worse, at a marker RMS cost of a few micrometres."""
+    truth, kn, a = _knee_hinge(motion)
+    sk = motion.skeleton
+    keep = [i for i, n in enumerate(markerset.names) if n not in ("LeftLeg_1", "LeftLeg_2")]
+    ms = MarkerSet(tuple(markerset.names[i] for i in keep), markerset.body[keep],
+                   markerset.offset[keep], markerset.weight[keep])
+    pos = synthesize(truth, ms, noise_m=NOISE, rng=np.random.default_rng(8))
+    kind = ["ball"] * len(sk)
+    kind[0], kind[kn] = "free", "hinge"
+    axis = np.full((len(sk), 3), np.nan)
+    axis[kn] = a
+    plain = solve_kinematic(sk, ms, pos)
+    prior = solve_kinematic(sk, ms, pos, rotation_prior=K.hinge_prior(kind, axis))
+    assert prior.converged.all()
+    off_p = _off_axis_deg(plain.motion.lrot[:, kn], a)
+    off_h = _off_axis_deg(prior.motion.lrot[:, kn], a)
+    assert np.median(off_h) < 0.5 * np.median(off_p) and off_h.max() < 0.5 * off_p.max()
+    assert np.median(off_h) < 1.0 and off_h.max() < 3.0
+    obs = plain.observable.copy()
+    obs[kn] = True
+    e_p = joint_angle_error_deg(plain.motion, truth, obs)
+    e_h = joint_angle_error_deg(prior.motion, truth, obs)
+    col = int(np.flatnonzero(np.flatnonzero(obs) == kn)[0])
+    assert e_h[:, col].mean() < e_p[:, col].mean()
+    assert e_h.mean() <= e_p.mean() + 0.01
+    rms_p = np.sqrt(np.nanmean(plain.residual ** 2))
+    rms_h = np.sqrt(np.nanmean(prior.residual ** 2))
+    assert rms_h - rms_p < 1e-4                                # < 0.1 mm
+
+
+def _arm():
+    """Root (three markers) and a 1 m bone along x ending in one marker; root held fixed."""
+    from physmocap.skeleton import Skeleton
+    sk = Skeleton(("root", "arm"), np.array([-1, 0]), np.array([[0, 0, 0], [0.2, 0, 0.0]]),
+                  np.full((2, 3), np.nan))
+    ms = MarkerSet(("r0", "r1", "r2", "tip"), np.array([0, 0, 0, 1]),
+                   np.array([[0.1, 0, 0], [0, 0.1, 0], [0, 0, 0.1], [1.0, 0, 0]]))
+    return sk, ms
+
+
+def test_lm_minimises_markers_plus_prior():
+    """One marker pulls the arm to phi about z, the prior w (v_z - 0)^2 back. The root may only
+    translate, by a quarter of the tip's miss (four unit-weight markers), so the marker cost at
+    arm angle t is 3/4 |miss|^2 = 3 sin^2((t - phi) / 2): the solve must land on the minimum of
+    that plus w t^2 (the solver's cost: squared marker distances + prior)."""
+    from scipy.optimize import brentq
+    sk, ms = _arm()
+    phi, w = 0.8, 0.5
+    truth = quat.identity((1, 2))
+    truth[0, 1] = quat.from_axis_angle(np.array([0, 0, 1.0]), phi)
+    pos = marker_positions(sk, ms, truth, np.zeros((1, 3)))
+    W = np.zeros((2, 3, 3))
+    W[1, 2, 2] = w
+    c = np.zeros((2, 3))
+    free = np.array([False, True])
+    res = solve_kinematic(sk, ms, pos, rotation_prior=(W, c), free_joints=free, tol=1e-12,
+                          iterations=100)
+    t_star = brentq(lambda t: 1.5 * np.sin(t - phi) + 2 * w * t, 0.0, phi)
+    v = quat.to_scaled_axis(res.motion.lrot[0, 1])
+    np.testing.assert_allclose(v, [0, 0, t_star], atol=1e-7)
+    assert res.converged[0]
+    # The cost the LM compares: squared marker distances plus the prior, exactly.
+    st_ = K._Structure(sk, ms, np.flatnonzero(free), K._check_prior((W, c), 2))
+    vis = np.ones((1, 4), bool)
+    lrot = res.motion.lrot
+    cost = K._evaluate(st_, lrot, res.motion.root_pos, pos, vis, ms.weight[None], None)[4]
+    expect = np.sum(res.residual ** 2) + w * v[2] ** 2
+    np.testing.assert_allclose(cost, expect, rtol=1e-12)
+    np.testing.assert_allclose(cost, 3 * np.sin((t_star - phi) / 2) ** 2 + w * t_star ** 2,
+                               rtol=1e-9)
+    # With a non-zero centre the prior alone fixes an axis the markers leave free: the twist
+    # about the bone (x) goes to c_x, the marker stays put.
+    W2 = np.zeros((2, 3, 3))
+    W2[1, 0, 0] = 0.1
+    c2 = np.zeros((2, 3))
+    c2[1, 0] = 0.3
+    res2 = solve_kinematic(sk, ms, pos, rotation_prior=(W2, c2), free_joints=free, tol=1e-12,
+                           iterations=100)
+    v2 = quat.to_scaled_axis(res2.motion.lrot[0, 1])
+    np.testing.assert_allclose(quat.rotate(res2.motion.lrot[0, 1], [1.0, 0, 0]),
+                               [np.cos(phi), np.sin(phi), 0], atol=1e-6)
+    assert np.max(res2.residual) < 1e-6
+    # v2 = rotation vector of R_z(phi) R_x(tw); its x component is 0.3 at the optimum.
+    np.testing.assert_allclose(v2[0], 0.3, atol=1e-6)
+
+
+def test_rotation_prior_shape_errors(motion, markerset):
+    sk = motion.skeleton
+    J = len(sk)
+    pos = np.zeros((2, len(markerset), 3))
+    W = np.zeros((J, 3, 3))
+    c = np.zeros((J, 3))
+    with pytest.raises(ShapeError, match=rf"expected W \({J}, 3, 3\) and c \({J}, 3\)"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=(W[:-1], c))
+    with pytest.raises(ShapeError, match="rotation_prior: expected W"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=(W, c[:, :2]))
+    with pytest.raises(ShapeError, match="expected a pair"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=W)
+    bad = W.copy()
+    bad[3, 0, 1] = 1.0
+    with pytest.raises(ShapeError, match="symmetric"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=(bad, c))
+    bad = W.copy()
+    bad[3] = np.diag([1.0, -0.5, 1.0])
+    with pytest.raises(ShapeError, match=r"positive semi-definite \(joint 3"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=(bad, c))
+    bad = W.copy()
+    bad[2, 1, 1] = np.nan
+    with pytest.raises(ShapeError, match="finite"):
+        solve_kinematic(sk, markerset, pos, rotation_prior=(bad, c))

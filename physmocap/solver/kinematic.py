@@ -263,26 +263,32 @@ def _check_prior(prior, J: int) -> tuple[np.ndarray, np.ndarray] | None:
     return W, c
 
 
-def _skew(v: np.ndarray) -> np.ndarray:
-    x, y, z = v[..., 0], v[..., 1], v[..., 2]
-    o = np.zeros_like(x)
-    return np.stack([np.stack([o, -z, y], -1), np.stack([z, o, -x], -1),
-                     np.stack([-y, x, o], -1)], -2)
-
-
 def _inv_right_jacobian(v: np.ndarray) -> np.ndarray:
     """``Jr^-1(v) (..., 3, 3)``: ``log(exp(v) exp(d)) = v + Jr^-1(v) d + O(d^2)``.
 
-    ``I + [v]x / 2 + b [v]x^2`` with ``b = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |v|``
-    (``b -> 1/12`` at 0; finite up to ``t = pi``, where ``log`` itself jumps).
+    ``I + [v]x / 2 + b [v]x^2 = (1 - b t^2) I + [v]x / 2 + b v v^T`` with
+    ``b = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |v|`` (``b -> 1/12`` at 0; finite up to
+    ``t = pi``, where ``log`` itself jumps).
     """
-    t = np.linalg.norm(v, axis=-1)
+    t = np.sqrt(np.einsum("...i,...i->...", v, v))
     small = t < 1e-3
     ts = np.where(small, 1.0, t)
     b = np.where(small, 1.0 / 12.0 + t * t / 720.0,
                  1.0 / ts ** 2 - (1.0 + np.cos(ts)) / (2.0 * ts * np.maximum(np.sin(ts), 1e-12)))
-    K = _skew(v)
-    return np.eye(3) + 0.5 * K + b[..., None, None] * (K @ K)
+    out = b[..., None, None] * (v[..., :, None] * v[..., None, :])
+    d = 1.0 - b * t * t
+    h = 0.5 * v
+    x, y, z = h[..., 0], h[..., 1], h[..., 2]
+    out[..., 0, 0] += d
+    out[..., 1, 1] += d
+    out[..., 2, 2] += d
+    out[..., 0, 1] -= z
+    out[..., 1, 0] += z
+    out[..., 0, 2] += y
+    out[..., 2, 0] -= y
+    out[..., 1, 2] -= x
+    out[..., 2, 1] += x
+    return out
 
 
 def marker_jacobian(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
@@ -513,7 +519,7 @@ def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull):
     if st.pk.size:
         v = quat.to_scaled_axis(lrot[:, st.pj])                     # (n, npk, 3)
         e = v - st.pc
-        cost = cost + np.einsum("nki,kij,nkj->n", e, st.pW, e)
+        cost = cost + np.sum(e * (st.pW @ e[..., None])[..., 0], axis=(1, 2))
     else:
         v = np.zeros((len(lrot), 0, 3))
     return gpos, R, pm, r, cost, wm * irls, v
@@ -606,7 +612,8 @@ def _seed(st: _Structure, obs0, vis0, wm, free_bool, iterations, tol, pull):
     v = vis0
     src = rest[v] - rest[v].mean(axis=0)
     dst = obs0[v] - obs0[v].mean(axis=0)
-    Rm = _kabsch(src, dst) if v.sum() >= 3 else np.eye(3)
+    # The root's rotation only when it is free (a held root keeps the identity, as documented).
+    Rm = _kabsch(src, dst) if v.sum() >= 3 and free_bool[0] else np.eye(3)
     lrot[0, 0] = quat.from_matrix(Rm)
     root = (obs0[v].mean(axis=0) - Rm @ rest[v].mean(axis=0))[None]
     depth = np.zeros(J, int)

@@ -1,0 +1,84 @@
+"""The physmocap command: outputs, exit codes and one-line errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from physmocap.cli import main
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_inspect_bvh_json(data_dir, capsys):
+    code, out, err = run(["inspect", str(data_dir / "bvh/cmu/16_57.bvh"), "--json"], capsys)
+    assert code == 0
+    s = json.loads(out)
+    assert s["joints"] == 31 and s["fps"] == 120.0 and s["unit"] == "cmu" and s["unit_inferred"]
+
+
+def test_inspect_c3d_text(data_dir, capsys):
+    code, out, err = run(["inspect", str(data_dir / "c3d/cmu/01_01.c3d")], capsys)
+    assert code == 0
+    assert "42 physical" in out and "120 Hz" in out and "RBAC-1" in out
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["inspect", "/nonexistent/x.bvh"], "cannot read"),
+    (["inspect", "notes.txt"], "DeepMimic"),
+    (["inspect", "file.xyz"], "unknown file type"),
+    (["solve", "x.bvh", "-o", "o.bvh"], "C3D"),
+])
+def test_bad_input_is_one_line_exit_1(args, pattern, capsys, tmp_path):
+    code, out, err = run(args, capsys)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("physmocap: error:") and pattern in lines[0]
+
+
+def test_odd_c3d_gives_one_line(data_dir, capsys):
+    code, out, err = run(["inspect", str(data_dir / "c3d-odd/bad_parameter_section.c3d")],
+                         capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1
+
+
+def test_usage_errors_exit_2():
+    r = subprocess.run([sys.executable, "-m", "physmocap", "inspect"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2
+    r = subprocess.run([sys.executable, "-m", "physmocap"], capture_output=True, text=True)
+    assert r.returncode == 2
+
+
+def test_every_command_has_help_with_example():
+    for cmd in ("inspect", "convert", "solve", "demo"):
+        r = subprocess.run([sys.executable, "-m", "physmocap", cmd, "--help"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and "example" in r.stdout
+
+
+def test_convert_round_trip(data_dir, tmp_path, capsys):
+    out = tmp_path / "o.bvh"
+    code, _, _ = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh"),
+                      str(out), "--unit", "m", "--order", "XYZ"], capsys)
+    assert code == 0 and out.read_text().startswith("HIERARCHY")
+
+
+def test_demo_end_to_end(tmp_path, capsys):
+    """The README's main job: a spoiled capture from a pybullet_data clip, solved."""
+    code, out, err = run(["demo", "-o", str(tmp_path)], capsys)
+    assert code == 0
+    rep = json.loads((tmp_path / "report.json").read_text())
+    for key in ("frames", "fps", "markers", "marker_rms_mm", "marker_max_mm",
+                "per_marker_rms_mm", "gap_frames", "foot_plant_frames", "foot_skate_mm",
+                "joint_limit_hits", "solve_seconds", "frames_per_second"):
+        assert key in rep
+    assert set(rep["outlier_frames"]) >= {"LKNE", "LSHN"}        # the swap is named
+    assert (tmp_path / "solved.bvh").stat().st_size > 0 and (tmp_path / "clean.c3d").exists()
+    assert "swap detected on: LKNE, LSHN" in out
