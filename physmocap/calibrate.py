@@ -44,25 +44,22 @@ class Subject:
 
 
 def estimate_scale(pos: np.ndarray, template: Skeleton, markerset: MarkerSet) -> float:
-    """Subject/template size ratio from marker spreads: the median over frames of the RMS
-    distance of markers to their centroid, over the same for the template's rest markers.
+    """Subject/template size ratio: the median over frames of the markers' vertical extent
+    (Z up), over the same extent of the template's rest markers.
 
-    Uses only markers seen in a frame, compared with the same markers on the template.
+    Vertical extent (head markers to foot markers) is nearly the same standing, walking or in a
+    T-pose, unlike the spread of all markers, which shrinks when the arms come down.
     """
     gpos, grot = _fk(template, quat.identity((1, len(template))), template.offsets[None, 0])
     rest = gpos[0, markerset.body] + quat.rotate(grot[0, markerset.body], markerset.offset)
-    ratios = []
-    for f in range(0, len(pos), max(1, len(pos) // 200)):
-        seen = ~np.isnan(pos[f]).any(axis=-1)
-        if seen.sum() < 6:
-            continue
-        a = pos[f, seen] - pos[f, seen].mean(axis=0)
-        b = rest[seen] - rest[seen].mean(axis=0)
-        ratios.append(np.sqrt(np.mean(np.sum(a * a, -1)) / np.mean(np.sum(b * b, -1))))
-    if not ratios:
+    z = pos[..., 2]
+    ok = (~np.isnan(z)).sum(axis=1) >= 6
+    if not np.any(ok):
         raise PhysmocapError("no frame sees six or more markers of the marker set; cannot size "
                              "the subject")
-    return float(np.median(ratios))
+    extent = np.nanmax(z[ok], axis=1) - np.nanmin(z[ok], axis=1)
+    rest_extent = float(rest[:, 2].max() - rest[:, 2].min())
+    return float(np.median(extent) / rest_extent)
 
 
 def choose_frames(pos: np.ndarray, n: int) -> np.ndarray:
@@ -153,8 +150,9 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         n_frames: frames used (spread over the take, the best-seen ones).
         iterations: pose / shape alternations.
         pull: m, residual where a marker's pull starts to fade in the pose fits (robust loss).
-        outlier_floor: m; samples further than max(this, 4 x the median residual) from the fit
-            are left out of the shape fit, so a swapped label or a ghost cannot bend the subject.
+        outlier_floor: m; samples further than max(this, 4 x that marker's median residual)
+            from the fit are left out of the shape fit, so a swapped label or a ghost cannot
+            bend the subject.
         kinematic_options: extra keywords for ``solve_kinematic`` (e.g. a rotation prior).
     """
     from .solver.kinematic import solve_kinematic
@@ -172,9 +170,12 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
     for it in range(iterations):
         res = solve_kinematic(sk, ms, use, fps=fps, iterations=40, max_marker_pull=pull,
                               **kinematic_options)
-        # Robust: samples far off the fit (swapped labels, ghosts) do not shape the subject.
+        # Robust: samples far off the fit *for that marker* (a swapped label, a ghost) do not
+        # shape the subject. The cut is per marker, so a marker whose template offset is simply
+        # wrong (CMU's deliberately asymmetric RUPA) is far off in every frame and still gets
+        # its offset refitted.
         r = res.residual
-        cut = max(outlier_floor, 4.0 * float(np.nanmedian(r)))
+        cut = np.maximum(outlier_floor, 4.0 * np.nanmedian(r, axis=0))      # (M,)
         use = np.where((np.nan_to_num(r, nan=np.inf) > cut)[..., None], np.nan, sub)
         sk, ms, rms = fit_shape(sk, ms, res.motion.grot, use, template=prior)
         if progress is not None:

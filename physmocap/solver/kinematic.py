@@ -48,6 +48,7 @@ from ..skeleton import Skeleton, forward_kinematics
 __all__ = [
     "KinematicResult", "solve_kinematic", "marker_positions", "marker_jacobian",
     "default_free_joints", "observable_joints", "hinge_prior", "HINGE_OFF_AXIS_WEIGHT",
+    "FIXED_JOINT_WEIGHT",
 ]
 
 # Relative damping on start, its bounds, and the absolute ridge (m^2, on J^T W J) that keeps
@@ -175,6 +176,8 @@ def _free_index(skeleton: Skeleton, free_joints) -> np.ndarray:
 
 # Default stiffness of a hinge off its axis, m^2/rad^2 (see ``hinge_prior``).
 HINGE_OFF_AXIS_WEIGHT = 0.01
+# Suggested ``weight_fixed`` for joints held near rest (toes with one marker), m^2/rad^2.
+FIXED_JOINT_WEIGHT = 0.03
 
 
 def hinge_prior(kind, axis, weight_off_axis: float = HINGE_OFF_AXIS_WEIGHT,
@@ -188,13 +191,17 @@ def hinge_prior(kind, axis, weight_off_axis: float = HINGE_OFF_AXIS_WEIGHT,
     kind: e.g. toes carrying a single marker, whose rotation the markers cannot determine).
     Other joints: zero. ``c = 0`` (the rest pose).
 
-    Default weight. A marker residual of ``s`` m costs ``s^2``. With ``w = 0.03`` m^2/rad^2, a
-    10 deg (0.175 rad) off-axis rotation costs 0.92e-3 m^2, as much as one marker 3 cm off
-    (~9x the ``(0.01 / 0.1745)^2 = 3.3e-3`` that equates 10 deg with 1 cm). It was tuned on
-    CMU 02_01 (cmu41 on the humanoid template): knees and elbows then stay within a few degrees
-    of their axes (median), which the markers can afford since they barely separate off-axis
-    knee/elbow rotation from thigh/upper-arm twist, while the marker RMS grows by well under
-    1 mm; ten times less left 10-20 deg off-axis, ten times more changed little but the RMS.
+    Default weight. A marker residual of ``s`` m costs ``s^2``. With ``w = 0.01`` m^2/rad^2 a
+    10 deg (0.175 rad) off-axis rotation costs 3.0e-4 m^2, like one marker 1.7 cm off (three
+    times ``(0.01 m / 0.1745 rad)^2 = 3.3e-3``, the weight at which 10 deg costs 1 cm). A few
+    degrees of real off-axis motion (screw-home, carrying angle) or axis error stay cheap; the
+    tens of degrees that a thigh or forearm twist trades with a knee or elbow do not. Tuned on CMU 02_01
+    (cmu41 on the humanoid template, calibrated with the same prior, toes fixed at 0.03):
+    knee/elbow off-axis median 0.4-1.8 deg, max 1.6-8.5 deg, marker RMS 4.95 mm against 4.48 mm
+    for the unregularised solve of the same subject; 0.0033 left up to 17 deg off-axis, 0.03
+    pinned the hinges (max 3 deg) at +0.13 mm RMS more. ``weight_fixed``:
+    ``FIXED_JOINT_WEIGHT = 0.03`` holds a toe with one marker (it otherwise bends 50-120 deg to
+    absorb that marker's offset error).
 
     Args:
         kind: ``(J,)`` joint kinds, ``"free"`` | ``"ball"`` | ``"hinge"``.

@@ -16,10 +16,11 @@ from ..motion import Motion
 from ..scene import BodyTemplate, MarkerSetSpec
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
-from .kinematic import solve_kinematic
+from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, solve_kinematic
 from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
 
-__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "limit_hits"]
+__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "limit_hits",
+           "kinematic_prior"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,6 +58,15 @@ def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
     twist = np.where(n > 1e-6, seg / np.maximum(n, 1e-9), [0.0, 0.0, 1.0])
     return JointSpec(tuple(body.joint_type), np.array(body.axis), np.array(body.limits),
                      np.array(body.mass), twist)
+
+
+def kinematic_prior(body: BodyTemplate) -> dict:
+    """Keyword arguments for ``solve_kinematic`` (and ``calibrate``) that make its joints agree
+    with the body: hinges stay near their axis, toes (one marker on them in common marker sets,
+    too few to fix a rotation) stay near rest."""
+    toes = np.array([n.endswith("Toes") for n in body.names])
+    return {"rotation_prior": hinge_prior(body.joint_type, body.axis,
+                                          weight_fixed=FIXED_JOINT_WEIGHT, fixed=toes)}
 
 
 def functional_axes(spec: JointSpec, lrot: np.ndarray) -> JointSpec:
@@ -146,14 +156,16 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
     else:
         cal_pos, cal_fps = pos, markers.fps
     say("calibrate", 0, 1)
-    subject = calibrate(cal_pos, cal_fps, body.skeleton, ms0, n_frames=calibration_frames)
+    prior = kinematic_prior(body)
+    subject = calibrate(cal_pos, cal_fps, body.skeleton, ms0, n_frames=calibration_frames,
+                        kinematic_options=prior)
     say("calibrate", 1, 1)
     sk, ms = subject.skeleton, subject.markerset
     t_cal = time.perf_counter()
 
     # 2. kinematic reference (also the fast initial pose)
     kin = solve_kinematic(sk, ms, pos, fps=markers.fps, max_marker_pull=settings.outlier_distance,
-                          progress=lambda d, n=markers.n_frames: say("kinematic", d, n))
+                          progress=lambda d, n=markers.n_frames: say("kinematic", d, n), **prior)
     t_kin = time.perf_counter()
 
     # 3. foot plants from the foot markers
@@ -166,7 +178,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
         anchors = None
 
     # 4. physical equilibrium, starting each frame from the kinematic pose
-    jspec = functional_axes(joint_spec_from_body(body, sk), kin.motion.lrot)
+    jspec = joint_spec_from_body(body, sk)
     phys = solve_physical(sk, ms, pos, markers.fps, init=kin.motion, spec=jspec,
                           settings=settings, anchors=anchors,
                           anchor_rows=rows if anchors is not None else None,
