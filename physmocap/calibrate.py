@@ -78,7 +78,7 @@ def _fk(skeleton: Skeleton, lrot: np.ndarray, root: np.ndarray):
 
 def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: np.ndarray,
               prior_bone: float = 2.0, prior_marker: float = 4.0,
-              template: tuple[Skeleton, MarkerSet] | None = None
+              template: tuple[Skeleton, MarkerSet] | None = None, symmetric: bool = False
               ) -> tuple[Skeleton, MarkerSet, float]:
     """Linear least squares for bone and marker offsets with global rotations held fixed.
 
@@ -87,6 +87,9 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
         pos: ``(F, M, 3)`` observed markers of those frames (NaN = missing).
         prior_bone, prior_marker: weight (in equivalent observations) pulling each bone and
             marker offset toward ``template`` (default: the current values).
+        symmetric: tie ``Left*``/``Right*`` bones as mirror images across the rest frame's
+            x-z plane (the template's left is +y). Off by default: on the shared captures it made
+            the CMU and Plug-in Gait solves worse (asymmetric subjects and marker placements).
     Returns:
         the refitted skeleton and marker set, and the RMS marker residual (m) of the fit.
     """
@@ -126,7 +129,20 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
     y[rows:rows + n_bone] = pb * base_sk.offsets[1:].ravel()
     A[rows + n_bone + np.arange(n_mark), n_root + n_bone + np.arange(n_mark)] = pm
     y[rows + n_bone:] = pm * base_ms.offset.ravel()
-    x, *_ = np.linalg.lstsq(A, y, rcond=None)
+    # Left and right bones are mirror images (y -> -y in the rest frame): tie them, which halves
+    # the bone unknowns and keeps one side's poorly seen joint centre from drifting alone.
+    pairs = _mirror_pairs(skeleton.names) if symmetric else []
+    keep = np.ones(cols, bool)
+    mirror = np.diag([1.0, -1.0, 1.0])
+    for left, right in pairs:
+        cl, cr = n_root + 3 * (left - 1), n_root + 3 * (right - 1)
+        A[:, cl:cl + 3] += A[:, cr:cr + 3] @ mirror
+        keep[cr:cr + 3] = False
+    x = np.zeros(cols)
+    x[keep], *_ = np.linalg.lstsq(A[:, keep], y, rcond=None)
+    for left, right in pairs:
+        cl, cr = n_root + 3 * (left - 1), n_root + 3 * (right - 1)
+        x[cr:cr + 3] = mirror @ x[cl:cl + 3]
     res = A[:rows] @ x - y[:rows]
     rms = float(np.sqrt(np.mean(res.reshape(-1, 3) ** 2 * 3))) if rows else float("nan")
     offsets = skeleton.offsets.copy()
@@ -135,6 +151,13 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
     new_ms = MarkerSet(markerset.names, markerset.body,
                        x[n_root + n_bone:].reshape(M, 3), markerset.weight)
     return new_sk, new_ms, rms
+
+
+def _mirror_pairs(names) -> list[tuple[int, int]]:
+    """(left, right) joint index pairs named ``Left…``/``Right…``."""
+    idx = {n: i for i, n in enumerate(names)}
+    return [(i, idx["Right" + n[4:]]) for n, i in idx.items()
+            if n.startswith("Left") and "Right" + n[4:] in idx]
 
 
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,

@@ -145,39 +145,74 @@ def _marker_mass_properties(skeleton: Skeleton, markerset: MarkerSet, k: np.ndar
     return mass, inertia
 
 
-def joint_torques(q: np.ndarray, target: np.ndarray, kind: np.ndarray, axis: np.ndarray,
+def _rotvec(q: np.ndarray) -> np.ndarray:
+    """Rotation vectors of unit quaternions ``(n, 4)`` (fast path for small n; angle <= pi)."""
+    w = q[:, 3]
+    sign = np.where(w < 0.0, -1.0, 1.0)
+    xyz = q[:, :3] * sign[:, None]
+    s = np.sqrt(np.einsum("ij,ij->i", xyz, xyz))
+    theta = 2.0 * np.arctan2(s, np.abs(w))
+    k = np.where(s < 1e-8, 2.0, theta / np.maximum(s, 1e-12))
+    return xyz * k[:, None]
+
+
+def _conj_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """conj(a) * b for ``(n, 4)`` xyzw arrays."""
+    ax, ay, az, aw = -a[:, 0], -a[:, 1], -a[:, 2], a[:, 3]
+    bx, by, bz, bw = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    return np.column_stack([aw * bx + ax * bw + ay * bz - az * by,
+                            aw * by - ax * bz + ay * bw + az * bx,
+                            aw * bz + ax * by - ay * bx + az * bw,
+                            aw * bw - ax * bx - ay * by - az * bz])
+
+
+def joint_torques(q: np.ndarray, target: np.ndarray, hinge: np.ndarray, axis: np.ndarray,
                   limits: np.ndarray, twist_axis: np.ndarray, kp: float, kh: float, kl: float,
-                  ball_limits: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                  ball_limits: bool = False) -> np.ndarray:
     """Resistive, hinge and limit torques ``(n, 3)`` N·m for joint rotations ``q (n, 4)``.
 
-    ``target``: rotations the resistive term holds the joints near; ``kind``: True for hinges;
+    ``target``: rotations the resistive term holds the joints near; ``hinge``: ``(n,)`` bool;
     ``axis``, ``limits``, ``twist_axis`` as in ``JointSpec``. A rotation's axis is the same in
-    parent and child frames, so the torques need no frame change. Also returns ``(n,)`` bool:
-    joints past a limit.
+    parent and child frames, so the torques need no frame change. Runs every sub-step, hence the
+    hand-written quaternion maths.
     """
-    q = quat.abs_w(q)
-    tau = -kp * quat.to_scaled_axis(quat.mul(quat.conj(target), q))
-    v = quat.to_scaled_axis(q)                                  # rotation from the rest pose
-    hinge = kind
-    a = np.nan_to_num(axis)
-    ang = np.sum(v * a, axis=-1)
-    off = v - ang[:, None] * a
-    tau -= np.where(hinge[:, None], kh * off, 0.0)
-    lo, hi = limits[:, 0], limits[:, 1]
-    over_h = np.where(ang < lo, ang - lo, np.where(ang > hi, ang - hi, 0.0))
-    # Ball joints: swing cone about the bone axis and twist range.
-    t = twist_axis
-    tw = 2.0 * np.arctan2(np.sum(q[:, :3] * t, axis=-1), q[:, 3])
+    tau = -kp * _rotvec(_conj_mul(target, q))
+    if np.any(hinge):
+        h = np.flatnonzero(hinge)
+        v = _rotvec(q[h])                                   # rotation from the rest pose
+        a = axis[h]
+        ang = np.einsum("ij,ij->i", v, a)
+        lo, hi = limits[h, 0], limits[h, 1]
+        over = np.where(ang < lo, ang - lo, np.where(ang > hi, ang - hi, 0.0))
+        tau[h] -= kh * (v - ang[:, None] * a) + kl * over[:, None] * a
+    if ball_limits and not np.all(hinge):
+        b = np.flatnonzero(~hinge)
+        _, over_s, over_t, swing_v, swing = _swing_twist(q[b], twist_axis[b], limits[b])
+        tau[b] -= kl * (over_s[:, None] * swing_v / np.maximum(swing, 1e-9)[:, None]
+                        + over_t[:, None] * twist_axis[b])
+    return tau
+
+
+def _swing_twist(q, t, limits):
+    """Twist angle about ``t`` and swing of ``q``, and how far each is past ``limits``."""
+    tw = 2.0 * np.arctan2(np.einsum("ij,ij->i", q[:, :3], t), q[:, 3])
     twist_q = quat.from_axis_angle(t, tw)
     swing_v = quat.to_scaled_axis(quat.mul(q, quat.conj(twist_q)))
     swing = np.linalg.norm(swing_v, axis=-1)
-    over_s = np.maximum(swing - lo, 0.0)
-    over_t = np.sign(tw) * np.maximum(np.abs(tw) - hi, 0.0)
-    ball_tau = -kl * (over_s[:, None] * swing_v / np.maximum(swing, 1e-9)[:, None]
-                      + over_t[:, None] * t)
-    tau += np.where(hinge[:, None], -kl * over_h[:, None] * a, ball_tau if ball_limits else 0.0)
-    past = np.where(hinge, over_h != 0.0, (over_s > 0.0) | (over_t != 0.0))
-    return tau, past
+    over_s = np.maximum(swing - limits[:, 0], 0.0)
+    over_t = np.sign(tw) * np.maximum(np.abs(tw) - limits[:, 1], 0.0)
+    return tw, over_s, over_t, swing_v, swing
+
+
+def past_limits(q: np.ndarray, hinge: np.ndarray, axis: np.ndarray, limits: np.ndarray,
+                twist_axis: np.ndarray, margin: float = np.radians(0.5)) -> np.ndarray:
+    """``(n,)`` bool: joints at or past a limit (hinge range; ball swing cone or twist)."""
+    q = quat.abs_w(q)
+    v = quat.to_scaled_axis(q)
+    ang = np.sum(v * np.nan_to_num(axis), axis=-1)
+    hinge_past = (ang < limits[:, 0] + margin) | (ang > limits[:, 1] - margin)
+    _, over_s, over_t, _, _ = _swing_twist(q, twist_axis, limits - margin)
+    return np.where(hinge, hinge_past, (over_s > 0) | (over_t != 0))
 
 
 def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fps: float,
@@ -227,6 +262,8 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         is_hinge = np.array([js.kind[j] == "hinge" for j in jb], bool)
         lim = np.nan_to_num(js.limits[jb], nan=np.pi) if len(jb) else np.zeros((0, 2))
         lim = np.where(np.isfinite(lim), lim, np.pi)
+        axis_b = np.nan_to_num(js.axis[jb]) if len(jb) else np.zeros((0, 3))
+        twist_b = js.twist_axis[jb] if len(jb) else np.zeros((0, 3))
         body.set_pose(init.root_pos[0], init.lrot[0])
         k_before = None
         k_rot = float(np.median(k_all)) * 0.1 ** 2          # one spring at 10 cm, N·m/rad
@@ -281,13 +318,12 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 body.step()
                 q = body.scale_velocities(s.keep)
                 if len(jb):
-                    tau, past = joint_torques(q, ball_target, is_hinge, js.axis[jb], lim,
-                                              js.twist_axis[jb], kp, kh, kl, s.ball_limits)
-                    body.set_joint_torques(tau)
+                    body.set_joint_torques(joint_torques(q, ball_target, is_hinge, axis_b, lim,
+                                                         twist_b, kp, kh, kl, s.ball_limits))
             used[f] = sub + 1
-            if len(jb):
-                limit_hit[f, jb] = past
             out_root[f], out_lrot[f] = body.get_pose()
+            if len(jb):
+                limit_hit[f, jb] = past_limits(out_lrot[f, jb], is_hinge, axis_b, lim, twist_b)
             d = np.linalg.norm(pos[f] - lm, axis=-1)
             residual[f, idx] = d[idx]
             clipped[f, idx] = d[idx] > s.outlier_distance
