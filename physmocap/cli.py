@@ -142,18 +142,20 @@ def _load_capture(path, up):
 
 def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: str = "humanoid",
                     static=None, report_path: Path | None = None, c3d_out: Path | None = None,
-                    quiet: bool = False) -> dict:
+                    quiet: bool = False, scene: str | None = None) -> dict:
     """Solve ``markers`` and write BVH (+ report, cleaned C3D); returns the report."""
     from .io.bvh import write_bvh
     from .io.c3d import write_c3d
     from .io.atomic import atomic_write_text
     from .progress import Progress
-    from .scene import load_body, load_markerset, pick_markerset
+    from .scene import load_body, load_environment, load_markerset, pick_markerset
     from .solver.pipeline import cleaned_markers, solve_capture
 
     body = load_body(body_name)
     spec = pick_markerset(markers.labels) if markerset == "auto" else load_markerset(markerset)
-    result = solve_capture(markers, spec, body, static=static, progress=Progress(not quiet))
+    env = load_environment(scene) if scene else None
+    result = solve_capture(markers, spec, body, static=static, environment=env,
+                           progress=Progress(not quiet))
     write_bvh(result.motion, output)
     report = dict(result.report)
     report.update(markerset=spec.name, body=body.name, output=str(output),
@@ -179,6 +181,9 @@ def _print_solve(rep: dict) -> None:
     if rep["outlier_frames"]:
         worst = sorted(rep["outlier_frames"].items(), key=lambda kv: -kv[1])[:6]
         print("  outliers (spring weakened): " + ", ".join(f"{k} {v} fr" for k, v in worst))
+    for name, h in rep.get("hand_holds", {}).items():
+        print(f"  hold {name}: {h['frames']} frames, palm {h['error_mm_mean']:.1f} mm from the "
+              f"object (max {h['error_mm_max']:.1f})")
     if rep["joint_limit_hits"]:
         print("  frames outside template joint ranges: " + ", ".join(f"{k} {v} fr" for k, v in
                                                  rep["joint_limit_hits"].items()))
@@ -192,7 +197,7 @@ def cmd_solve(args) -> int:
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,
                           Path(args.report) if args.report else None,
-                          Path(args.c3d_out) if args.c3d_out else None, args.quiet)
+                          Path(args.c3d_out) if args.c3d_out else None, args.quiet, args.scene)
     if not args.quiet:
         _print_solve(rep)
         if args.report:
@@ -280,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
+    sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
 
     sp = add("demo", cmd_demo, "run the main job on a clip that pybullet_data ships")
     sp.add_argument("-o", "--output", default="out/demo", help="output folder (default out/demo)")

@@ -40,6 +40,7 @@ from .skeleton import Skeleton
 __all__ = [
     "BodyTemplate", "MarkerSetSpec", "JOINT_TYPES", "scene_dirs", "list_bodies", "list_markersets",
     "load_body", "load_markerset", "pick_markerset",
+    "Environment", "SceneObject", "HandHold", "list_environments", "load_environment",
 ]
 
 #: Joint types a body template may use.
@@ -555,3 +556,102 @@ def pick_markerset(labels, candidates=None) -> MarkerSetSpec:
     raise UnknownNameError(
         f"capture fits no marker set; closest {closest.name} lacks "
         f"{known_list(closest.missing(have))}; pass --markerset FILE")
+
+
+# --- environments: scene objects and hand holds -----------------------------------------------
+
+_ENV_KEYS = {"meta", "object", "hold"}
+_OBJECT_KEYS = {"name", "kind", "from", "to", "radius", "point"}
+_HOLD_KEYS = {"hand", "start", "stop", "object", "point"}
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """A graspable object: ``kind`` 'bar' (segment ``start``-``end`` m, ``radius`` m) or
+    'point' (``start`` only)."""
+
+    name: str
+    kind: str
+    start: tuple
+    end: tuple | None
+    radius: float
+
+
+@dataclass(frozen=True)
+class HandHold:
+    """``hand`` ('Left'/'Right') holds ``object`` (or the world ``point``) from ``start`` to
+    ``stop`` seconds into the take."""
+
+    hand: str
+    start: float
+    stop: float
+    object: str | None
+    point: tuple | None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Scene objects and hand holds (``scenes/environments/*.toml``)."""
+
+    name: str
+    objects: tuple
+    holds: tuple
+
+    def object(self, name: str) -> SceneObject:
+        for o in self.objects:
+            if o.name == name:
+                return o
+        raise UnknownNameError(f"unknown scene object {name!r}; known: "
+                               f"{known_list([o.name for o in self.objects]) or 'none'}")
+
+
+def list_environments() -> list[str]:
+    """Names of the shipped environments."""
+    return sorted(_shipped("environments"))
+
+
+def load_environment(name_or_path) -> Environment:
+    """An environment by shipped name (``bar``) or file path (TOML/JSON)."""
+    path = _resolve(name_or_path, "environments", "environment")
+    data = _read(path)
+    ck = _Checker(path)
+    ck.keys(data, _ENV_KEYS, (), "")
+    meta = ck.meta(data)
+    objects = []
+    for i, o in enumerate(data.get("object", [])):
+        where = f"[[object]] #{i + 1}"
+        ck.keys(o, _OBJECT_KEYS, ("name", "kind"), where)
+        kind = ck.string(o["kind"], where, "kind")
+        if kind == "bar":
+            ck.keys(o, _OBJECT_KEYS, ("name", "kind", "from", "to"), where)
+            objects.append(SceneObject(ck.string(o["name"], where, "name"), kind,
+                                       tuple(ck.vector(o["from"], 3, where, "from")),
+                                       tuple(ck.vector(o["to"], 3, where, "to")),
+                                       ck.number(o.get("radius", 0.02), where, "radius", lo=0)))
+        elif kind == "point":
+            ck.keys(o, _OBJECT_KEYS, ("name", "kind", "point"), where)
+            objects.append(SceneObject(ck.string(o["name"], where, "name"), kind,
+                                       tuple(ck.vector(o["point"], 3, where, "point")), None, 0.0))
+        else:
+            ck.fail(where, f"kind must be 'bar' or 'point', got {kind!r}")
+    names = [o.name for o in objects]
+    if len(set(names)) != len(names):
+        ck.fail("[[object]]", "duplicate object names")
+    holds = []
+    for i, h in enumerate(data.get("hold", [])):
+        where = f"[[hold]] #{i + 1}"
+        ck.keys(h, _HOLD_KEYS, ("hand", "start", "stop"), where)
+        hand = ck.string(h["hand"], where, "hand")
+        if hand not in ("Left", "Right"):
+            ck.fail(where, f"hand must be 'Left' or 'Right', got {hand!r}")
+        start = ck.number(h["start"], where, "start", lo=0)
+        stop = ck.number(h["stop"], where, "stop", lo=start, lo_open=True)
+        if ("object" in h) == ("point" in h):
+            ck.fail(where, "give exactly one of object or point")
+        obj = ck.string(h["object"], where, "object") if "object" in h else None
+        if obj is not None and obj not in names:
+            raise UnknownNameError(f"{where}: unknown object {obj!r}; known: "
+                                   f"{known_list(names) or 'none'}", path)
+        point = tuple(ck.vector(h["point"], 3, where, "point")) if "point" in h else None
+        holds.append(HandHold(hand, start, stop, obj, point))
+    return Environment(meta.get("name", path.stem), tuple(objects), tuple(holds))

@@ -434,3 +434,31 @@ def test_rest_markers_match_static_trial(data_dir):
     resid = np.linalg.norm(rot.apply(np.array(model - mc)) + dc - data, axis=1)
     assert np.median(resid) < 0.08 and resid.max() < 0.15, dict(
         zip([ms.names[i] for i in keep], np.round(resid, 3)))
+
+
+# --- environments -------------------------------------------------------------------------------
+
+def test_shipped_environment_loads():
+    from physmocap.scene import list_environments, load_environment
+    assert "bar" in list_environments()
+    env = load_environment("bar")
+    assert env.object("bar").kind == "bar" and len(env.holds) == 2
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[[hold]]\nhand = "Middle"\nstart = 0\nstop = 1\npoint = [0, 0, 1]', "Left' or 'Right"),
+    ('[[hold]]\nhand = "Left"\nstart = 1\nstop = 0.5\npoint = [0, 0, 1]', "stop"),
+    ('[[hold]]\nhand = "Left"\nstart = 0\nstop = 1', "exactly one of object or point"),
+    ('[[hold]]\nhand = "Left"\nstart = 0\nstop = 1\nobject = "ladder"', "unknown object"),
+    ('[[object]]\nname = "x"\nkind = "sofa"', "kind must be"),
+    ('[[object]]\nname = "x"\nkind = "bar"\nfrom = [0, 0]\nto = [1, 0, 0]', "list of 3"),
+    ('[[hold]]\nhand = "Left"\nstart = 0\nstop = 1\npoint = [0, 0, 1]\ngrip = 2', "unknown key"),
+])
+def test_environment_errors(tmp_path, text, match):
+    from physmocap import PhysmocapError
+    from physmocap.scene import load_environment
+    f = tmp_path / "env.toml"
+    f.write_text(text)
+    with pytest.raises(PhysmocapError, match=match) as e:
+        load_environment(f)
+    assert str(f) in str(e.value) or "env.toml" in str(e.value)

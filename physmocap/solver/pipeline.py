@@ -13,7 +13,8 @@ from ..calibrate import Subject, calibrate
 from ..errors import PhysmocapError
 from ..markers import MarkerTrajectories
 from ..motion import Motion
-from ..scene import BodyTemplate, MarkerSetSpec
+from ..markers import MarkerSet
+from ..scene import BodyTemplate, Environment, MarkerSetSpec
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, solve_kinematic
@@ -120,10 +121,50 @@ def _foot_rows(labels: tuple) -> tuple[np.ndarray, tuple]:
     return np.array(rows, int), tuple(labels[i] for i in rows)
 
 
+def hold_anchors(env: Environment, skeleton, kin_motion: Motion, fps: float, n_frames: int
+                 ) -> tuple[MarkerSet, np.ndarray, list]:
+    """Constraint points and anchors for the hand holds of ``env``.
+
+    Returns the hold points as a marker set (palm centre of each holding hand, no data), their
+    anchors ``(F, H, 3)`` (NaN outside the hold), and a name per hold. A bar's anchor is the
+    point of its axis nearest to where the kinematic solve puts the palm during the hold.
+    """
+    names, bodies, offsets = [], [], []
+    seg = _segment_vectors(skeleton)
+    for i, h in enumerate(env.holds):
+        j = skeleton.index(f"{h.hand}Hand")
+        names.append(f"{h.hand}Hand_hold{i + 1}")
+        bodies.append(j)
+        offsets.append(0.5 * seg[j])                       # the palm: half-way along the hand
+    ms = MarkerSet(names, bodies, np.array(offsets).reshape(-1, 3))
+    palm = landmarks(kin_motion.gpos, kin_motion.grot, ms)  # (F, H, 3)
+    anchors = np.full((n_frames, len(names), 3), np.nan)
+    for i, h in enumerate(env.holds):
+        a = int(round(h.start * fps))
+        b = min(n_frames, int(round(h.stop * fps)))
+        if a >= b:
+            continue
+        where = np.median(palm[a:b, i], axis=0)
+        if h.point is not None:
+            anchor = np.array(h.point)
+        else:
+            o = env.object(h.object)
+            p0 = np.array(o.start)
+            if o.kind == "bar":
+                d = np.array(o.end) - p0
+                t = np.clip((where - p0) @ d / (d @ d), 0.0, 1.0)
+                anchor = p0 + t * d
+            else:
+                anchor = p0
+        anchors[a:b, i] = anchor
+    return ms, anchors, names
+
+
 def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTemplate,
                   static: MarkerTrajectories | None = None,
                   settings: PhysicalSettings = PhysicalSettings(), plants: bool = True,
-                  calibration_frames: int = 60, progress=None) -> SolveResult:
+                  calibration_frames: int = 60, environment: Environment | None = None,
+                  progress=None) -> SolveResult:
     """Solve a capture with the physical marker solver.
 
     Args:
@@ -131,6 +172,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
         spec: the marker set; ``body``: the body template.
         static: a static trial of the same subject for calibration (else the motion trial).
         plants: detect foot plants and pin planted feet.
+        environment: scene objects and hand holds (pinned like foot plants).
         progress: ``progress(stage, done, total)`` for a progress bar.
     """
     t0 = time.perf_counter()
@@ -177,33 +219,56 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
         planted = np.zeros((markers.n_frames, len(rows)), bool)
         anchors = None
 
-    # 4. physical equilibrium, starting each frame from the kinematic pose
+    # 4. hand holds: extra constraint points (palms) with no marker data
+    M = len(ms)
+    ms_all, pos_all, rows_all = ms, pos, rows
+    hold_names: list = []
+    if environment is not None and environment.holds:
+        hms, hanchors, hold_names = hold_anchors(environment, sk, kin.motion, markers.fps,
+                                                 markers.n_frames)
+        ms_all = MarkerSet(ms.names + hms.names, np.r_[ms.body, hms.body],
+                           np.vstack([ms.offset, hms.offset]), np.r_[ms.weight, hms.weight])
+        pos_all = np.concatenate([pos, np.full((markers.n_frames, len(hms), 3), np.nan)], 1)
+        rows_all = np.r_[rows, M + np.arange(len(hms))].astype(int)
+        anchors = hanchors if anchors is None else np.concatenate([anchors, hanchors], axis=1)
+
+    # 5. physical equilibrium, starting each frame from the kinematic pose
     jspec = joint_spec_from_body(body, sk)
-    phys = solve_physical(sk, ms, pos, markers.fps, init=kin.motion, spec=jspec,
+    phys = solve_physical(sk, ms_all, pos_all, markers.fps, init=kin.motion, spec=jspec,
                           settings=settings, anchors=anchors,
-                          anchor_rows=rows if anchors is not None else None,
+                          anchor_rows=rows_all if anchors is not None else None,
                           progress=lambda d, n=markers.n_frames: say("physical", d, n))
     t_phys = time.perf_counter()
 
     motion = phys.motion
     solved = landmarks(motion.gpos, motion.grot, ms)
-    residual = phys.residual
-    report = _report(markers, labels, pos, residual, kin.residual, phys, planted, rows,
+    residual = phys.residual[:, :M]
+    holds = {}
+    for i, name in enumerate(hold_names):
+        k = len(rows) + i
+        on = ~np.isnan(anchors[:, k, 0])
+        err = np.linalg.norm(phys.constraint_points[on, k] - anchors[on, k], axis=-1)
+        holds[name] = {"frames": int(on.sum()),
+                       "error_mm_mean": _mm(err.mean()) if on.any() else None,
+                       "error_mm_max": _mm(err.max()) if on.any() else None}
+    report = _report(markers, labels, pos, residual, kin.residual, phys.clipped[:, :M],
+                     phys.substeps, planted, rows,
                      plant_labels, solved,
                      {motion.skeleton.names[j]: int(n)
                       for j, n in enumerate(phys.limit_hit.sum(axis=0)) if n}, subject,
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
+    report["hand_holds"] = holds
     return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
-                       phys.clipped, planted, plant_labels, report)
+                       phys.clipped[:, :M], planted, plant_labels, report)
 
 
 def _mm(x) -> float:
     return round(float(x) * 1000.0, 3)
 
 
-def _report(markers, labels, pos, residual, kin_residual, phys, planted, rows, plant_labels,
-            solved, hits, subject, timings) -> dict:
+def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, planted, rows,
+            plant_labels, solved, hits, subject, timings) -> dict:
     F = markers.n_frames
     r = residual
     per_marker = np.sqrt(np.nanmean(r ** 2, axis=0))
@@ -215,8 +280,8 @@ def _report(markers, labels, pos, residual, kin_residual, phys, planted, rows, p
             step = np.linalg.norm(np.diff(solved[:, row, :2], axis=0), axis=-1)
             skate.append(step[both])
     skate = np.concatenate(skate) if skate else np.zeros(0)
-    outliers = {labels[m]: int(n) for m, n in enumerate(phys.clipped.sum(axis=0)) if n}
-    inlier = np.where(phys.clipped, np.nan, r)
+    outliers = {labels[m]: int(n) for m, n in enumerate(clipped.sum(axis=0)) if n}
+    inlier = np.where(clipped, np.nan, r)
     return {
         "source": markers.meta.get("path", ""),
         "frames": F, "fps": markers.fps, "markers": list(labels),
@@ -235,7 +300,7 @@ def _report(markers, labels, pos, residual, kin_residual, phys, planted, rows, p
         "joint_limit_hits": hits,
         "calibration": {"scale": round(subject.scale, 4), "rms_mm": _mm(subject.rms_m),
                         "frames": len(subject.frames)},
-        "substeps_median": float(np.median(phys.substeps)),
+        "substeps_median": float(np.median(substeps)),
         "solve_seconds": round(timings["total"], 3),
         "seconds": {k: round(v, 3) for k, v in timings.items()},
         "frames_per_second": round(F / max(timings["physical"], 1e-9), 1),
