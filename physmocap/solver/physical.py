@@ -42,7 +42,9 @@ class PhysicalSettings:
         timestep: s per sub-step (solver time, unrelated to the capture rate).
         keep: fraction of velocity kept from one sub-step to the next (0 = quasi-static).
         mass_floor: virtual mass of a segment with no marker, as a fraction of one spring's.
-        plant_stiffness: N/m of the spring pinning a planted foot or held hand.
+        plant_stiffness: N/m of the spring pinning a planted foot or held hand. (PyBullet's
+            hard point constraints were tried instead: with velocities damped every sub-step
+            they converge slowly and skated 2x more.)
         predict: warm-start each frame at constant velocity from the two previous equilibria.
         resist: stiffness of the resistive joint torques that hold each joint near its
             warm-start rotation, as a fraction of one marker spring at 10 cm (N·m/rad); small

@@ -164,7 +164,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
                   static: MarkerTrajectories | None = None,
                   settings: PhysicalSettings = PhysicalSettings(), plants: bool = True,
                   calibration_frames: int = 60, environment: Environment | None = None,
-                  progress=None) -> SolveResult:
+                  warm: str = "kinematic", progress=None) -> SolveResult:
     """Solve a capture with the physical marker solver.
 
     Args:
@@ -173,6 +173,9 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
         static: a static trial of the same subject for calibration (else the motion trial).
         plants: detect foot plants and pin planted feet.
         environment: scene objects and hand holds (pinned like foot plants).
+        warm: where each frame's physical relaxation starts: ``'kinematic'`` (the kinematic
+            solve of that frame: fastest) or ``'previous'`` (the previous equilibrium moved on at
+            constant velocity: pure physical tracking, continuous through constraints).
         progress: ``progress(stage, done, total)`` for a progress bar.
     """
     t0 = time.perf_counter()
@@ -234,7 +237,10 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
 
     # 5. physical equilibrium, starting each frame from the kinematic pose
     jspec = joint_spec_from_body(body, sk)
-    phys = solve_physical(sk, ms_all, pos_all, markers.fps, init=kin.motion, spec=jspec,
+    if warm not in ("kinematic", "previous"):
+        raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
+    init = kin.motion if warm == "kinematic" else kin.motion[:1]
+    phys = solve_physical(sk, ms_all, pos_all, markers.fps, init=init, spec=jspec,
                           settings=settings, anchors=anchors,
                           anchor_rows=rows_all if anchors is not None else None,
                           progress=lambda d, n=markers.n_frames: say("physical", d, n))
