@@ -91,7 +91,10 @@ def main() -> None:
                 ref = allp.pos[:, allp.index(f"{side[0]}KneeAngles"), 0] * 1000.0
                 ok = ~np.isnan(ref)
                 rms = np.sqrt(np.mean((ours[ok] - ref[ok]) ** 2))
-                print(f"    {side} knee flexion vs Plug-in Gait: RMS {rms:.1f} deg "
+                bias = float(np.mean(ours[ok] - ref[ok]))
+                print(f"    {side} knee flexion vs Plug-in Gait: RMS {rms:.1f} deg, bias "
+                      f"{bias:+.1f} deg, RMS after removing the bias "
+                      f"{np.sqrt(max(rms ** 2 - bias ** 2, 0.0)):.1f} deg "
                       f"(range ours {ours[ok].min():.0f}..{ours[ok].max():.0f}, "
                       f"PiG {ref[ok].min():.0f}..{ref[ok].max():.0f})")
 

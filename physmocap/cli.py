@@ -171,10 +171,9 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
 def _print_solve(rep: dict) -> None:
     print(f"{rep['source']}: {rep['frames']} frames at {rep['fps']:g} Hz, "
           f"{len(rep['markers'])} markers ({rep['markerset']})")
-    print(f"  marker RMS {rep['marker_rms_mm']:.1f} mm without outliers, "
-          f"{rep['marker_rms_all_mm']:.1f} mm with (kinematic optimum "
-          f"{rep['kinematic_rms_mm']:.1f} mm); {rep['frames_over_40mm']} frames with an inlier "
-          f"marker over 40 mm")
+    print(f"  marker RMS {rep['marker_rms_mm']:.1f} mm without outliers (kinematic optimum "
+          f"{rep['kinematic_rms_mm']:.1f} mm), {rep['marker_rms_all_mm']:.1f} mm with them; "
+          f"{rep['frames_over_40mm']} frames with an inlier marker over 40 mm")
     skate = rep["foot_skate_mm"]
     print(f"  foot plants {sum(rep['foot_plant_frames'].values())} marker-frames, skate "
           f"mean {skate['mean']:.2f} mm/frame (max {skate['max']:.2f})")
