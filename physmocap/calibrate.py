@@ -163,7 +163,7 @@ def _mirror_pairs(names) -> list[tuple[int, int]]:
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
               n_frames: int = 60, iterations: int = 4, pull: float = 0.05,
               outlier_floor: float = 0.02, kinematic_options: dict | None = None,
-              progress=None) -> Subject:
+              max_pose_frames: int = 1500, progress=None) -> Subject:
     """Fit limb lengths and marker offsets to a trial.
 
     Args:
@@ -177,6 +177,8 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
             from the fit are left out of the shape fit, so a swapped label or a ghost cannot
             bend the subject.
         kinematic_options: extra keywords for ``solve_kinematic`` (e.g. a rotation prior).
+        max_pose_frames: the first pose solve runs over at most this many frames (a stride of
+            the take), so long takes calibrate in bounded time.
     """
     from .solver.kinematic import solve_kinematic
 
@@ -186,13 +188,23 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
     sk = template.scaled(scale)
     ms = MarkerSet(markerset.names, markerset.body, markerset.offset * scale, markerset.weight)
     prior = (sk, ms)
-    frames = choose_frames(pos, n_frames)
+    # First poses: a continuous solve over (a stride of) the take, so every chosen frame starts
+    # from a neighbour's pose. Solving the scattered frames alone warm-starts each from a frame
+    # seconds away, which lands arms in wrong minima and spoils the shape fit.
+    stride = max(1, -(-len(pos) // max_pose_frames))
+    strided = np.arange(0, len(pos), stride)
+    frames = strided[choose_frames(pos[strided], n_frames)]
+    first = solve_kinematic(sk, ms, pos[strided], fps=fps / stride, iterations=40,
+                            max_marker_pull=pull, **kinematic_options)
+    init = first.motion[np.searchsorted(strided, frames)]
     sub = pos[frames]
     rms = float("nan")
     use = sub
     for it in range(iterations):
-        res = solve_kinematic(sk, ms, use, fps=fps, iterations=40, max_marker_pull=pull,
-                              **kinematic_options)
+        # later iterations start each frame from its previous pose (new offsets move it little)
+        res = solve_kinematic(sk, ms, sub, init=init, fps=fps, iterations=40,
+                              max_marker_pull=pull, **kinematic_options)
+        init = res.motion
         # Robust: samples far off the fit *for that marker* (a swapped label, a ghost) do not
         # shape the subject. The cut is per marker, so a marker whose template offset is simply
         # wrong (CMU's deliberately asymmetric RUPA) is far off in every frame and still gets
