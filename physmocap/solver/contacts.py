@@ -22,7 +22,7 @@ def _speed(pos: np.ndarray, fps: float) -> np.ndarray:
 
 
 def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_off: float = 0.05,
-                  speed_on: float = 0.25, speed_off: float = 0.40, min_frames: int = 3
+                  speed_on: float = 0.15, speed_off: float = 0.30, min_frames: int = 3
                   ) -> np.ndarray:
     """Plants of foot markers.
 

@@ -217,7 +217,10 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
     rows, plant_labels = _foot_rows(labels)
     if plants and len(rows):
         planted = detect_plants(pos[:, rows], markers.fps)
-        anchors = plant_anchors(pos[:, rows], planted, floor=None)
+        # Anchors from the kinematic solve's landmarks, not the raw markers: they lie on the
+        # calibrated rigid foot, so a heel and a toe planted together agree with each other.
+        kin_points = landmarks(kin.motion.gpos, kin.motion.grot, ms)[:, rows]
+        anchors = plant_anchors(kin_points, planted, floor=None)
     else:
         planted = np.zeros((markers.n_frames, len(rows)), bool)
         anchors = None
