@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from physmocap.cli import main
@@ -82,3 +83,29 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert set(rep["outlier_frames"]) >= {"LKNE", "LSHN"}        # the swap is named
     assert (tmp_path / "solved.bvh").stat().st_size > 0 and (tmp_path / "clean.c3d").exists()
     assert "swap detected on: LKNE, LSHN" in out
+
+
+def test_solve_rejects_a_capture_without_a_known_marker_set(data_dir, tmp_path, capsys):
+    code, out, err = run(["solve", str(data_dir / "c3d-odd/emgwl.c3d"), "-o",
+                          str(tmp_path / "o.bvh")], capsys)
+    assert code == 1 and "fits no marker set" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.bvh").exists()
+
+
+def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
+    from physmocap.io.bvh import read_bvh
+    from physmocap.io.c3d import read_c3d
+
+    src = data_dir / "c3d/cmu/16_57.c3d"
+    code, out, err = run(["solve", str(src), "-o", str(tmp_path / "o.bvh"), "--report",
+                          str(tmp_path / "r.json"), "--c3d-out", str(tmp_path / "c.c3d"), "-q"],
+                         capsys)
+    assert code == 0 and out == ""
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["frames"] == 268 and rep["marker_rms_mm"] < 10.0
+    m = read_bvh(tmp_path / "o.bvh", unit="cm")
+    assert m.n_frames == 268 and m.skeleton.names[0] == "Hips"
+    clean = read_c3d(tmp_path / "c.c3d", points="all")
+    markers = clean.markers_only()
+    assert len(markers.labels) == 41 and not np.isnan(markers.pos).any()   # gaps filled
+    assert "LeftLowerLeg_JC" in clean.labels and clean.is_virtual[clean.index("LeftLowerLeg_JC")]
