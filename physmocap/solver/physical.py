@@ -322,6 +322,9 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 if len(jb):
                     body.set_joint_torques(joint_torques(q, ball_target, is_hinge, axis_b, lim,
                                                          twist_b, kp, kh, kl, s.ball_limits))
+            else:  # ran out of sub-steps: measure the pose the last step left
+                gpos, grot = body.joint_frames()
+                lm = landmarks(gpos, grot, markerset)
             used[f] = sub + 1
             out_root[f], out_lrot[f] = body.get_pose()
             if len(jb):
