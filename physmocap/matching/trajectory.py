@@ -51,7 +51,8 @@ Input scene files (TOML; ``load_input(path)``; times s, lengths m, speeds m/s, a
     stand_speed = 0.1              # optional, m/s: dead band of a standing user
     turn_speeds = [0.2, 0.6]       # optional, m/s: facing blends from head heading to motion
 
-A ``[meta]`` table (name, description, source, notes) is allowed. Every problem raises one
+A ``[meta]`` table (name, description, source, notes) is allowed, and a ``[run]`` table with
+``duration`` (s) that the controller reads (``physmocap mm run``). Every problem raises one
 ``FileFormatError`` line naming the file and the place.
 """
 from __future__ import annotations
@@ -597,7 +598,7 @@ def load_input(path):
     data = _read(path)
     ck = _Checker(path)
     kind_list = ", ".join(_INPUT_KEYS)
-    allowed_top = {"meta", "input", "key"}
+    allowed_top = {"meta", "input", "key", "run"}  # [run]: read by the controller (duration)
     ck.keys(data, allowed_top, ("input",), "")
     ck.meta(data)
     inp = data["input"]
