@@ -24,6 +24,9 @@ EXAMPLES = {
     "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
                "  physmocap convert humanoid3d_walk.txt walk.bvh",
     "demo": "physmocap demo -o out/demo",
+    "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
+    "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
+              "--report fig8.json",
 }
 
 
@@ -239,6 +242,123 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _bvh_files(paths) -> list[Path]:
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(p.rglob("*.bvh"))
+        elif p.suffix.lower() == ".bvh":
+            files.append(p)
+        else:
+            raise PhysmocapError("not a BVH file or a folder of them", p)
+    if not files:
+        raise PhysmocapError(f"no BVH clips found in {', '.join(map(str, paths))}")
+    return files
+
+
+def cmd_mm_build(args) -> int:
+    from .io.bvh import read_bvh
+    from .matching.database import build_database, save_database
+    from .progress import Progress
+
+    files = _bvh_files(args.clips)
+    prog = Progress(not args.quiet)
+    motions = []
+    for i, f in enumerate(files):
+        motions.append(read_bvh(f, unit=args.unit))
+        prog("read", i + 1, len(files))
+    db = build_database(motions, names=[f.stem for f in files], fps=args.fps, mirror=args.mirror)
+    save_database(db, args.output)
+    if not args.quiet:
+        print(f"wrote {args.output}: {db.n_frames} frames ({db.n_frames / db.fps:.0f} s at "
+              f"{db.fps:g} fps) from {len(files)} clips{' + mirrors' if args.mirror else ''}, "
+              f"{len(db.names) - 1} joints, tags: {', '.join(sorted(db.tags)) or 'none'}")
+    return 0
+
+
+def mm_report(db, motion, record, source, dt) -> dict:
+    """The JSON figures of a controller run (see ``physmocap mm run``)."""
+    from .matching import metrics
+    from .matching.controller import output_skeleton  # noqa: F401
+
+    root = np.array(record.root_pos)
+    settle = int(round(1.0 / dt))
+    if hasattr(source, "path_distance"):
+        dist = np.array([source.path_distance(p) for p in root[settle:]])
+        kind = "path"
+    else:
+        line = metrics.intended_path(root[0], np.array(record.desired_vel), dt)
+        dist = metrics.polyline_distance(root[settle:], line) if len(line) > 1 else np.zeros(1)
+        kind = "integrated joystick velocity"
+    face, frac = metrics.facing_error_deg(np.array(record.root_rot), np.array(record.desired_rot),
+                                          1.0 / dt)
+    feet = tuple(n for n in db.contact_joints)
+    contacts = np.array(record.contacts)
+    # The database clips themselves, for comparison, clip by clip (no jumps at clip seams).
+    raw_skate, raw_jit, weights = [], [], []
+    for a, b in zip(db.range_starts, db.range_stops):
+        if b - a < 4:
+            continue
+        clip = db.to_motion(int(a), int(b))
+        raw_skate.append(metrics.foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
+        raw_jit.append(metrics.jitter(clip))
+        weights.append(b - a)
+    search = np.array(record.search_seconds)
+    return {
+        "frames": motion.n_frames, "fps": motion.fps,
+        "trajectory_error_m": round(float(dist.mean()), 4),
+        "trajectory_error_max_m": round(float(dist.max()), 4),
+        "intended_path": kind,
+        "facing_error_deg": round(face, 2), "facing_frames_outside_turns": round(frac, 3),
+        "foot_skate_mm": round(metrics.foot_skate_mm(motion, feet, contacts), 3),
+        "foot_skate_mm_database": round(float(np.average(raw_skate, weights=weights)), 3),
+        "jitter": round(metrics.jitter(motion), 2),
+        "jitter_database": round(float(np.average(raw_jit, weights=weights)), 2),
+        "transitions": record.transitions,
+        "searches": int(search.size),
+        "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
+    }
+
+
+def cmd_mm_run(args) -> int:
+    import time as _time
+
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .matching.controller import Controller, ControllerSettings, run_controller
+    from .matching.database import load_database
+    from .matching.features import compute_features
+    from .matching.trajectory import load_input
+    from .progress import Progress
+    from .scene import _read
+
+    db = load_database(args.database)
+    feats = compute_features(db)
+    source = load_input(args.input)
+    duration = args.duration or float(_read(Path(args.input)).get("run", {}).get("duration", 10.0))
+    ctrl = Controller(db, feats, source, ControllerSettings(search_every=args.search_every))
+    t0 = _time.perf_counter()
+    motion, record = run_controller(ctrl, duration, progress=Progress(not args.quiet))
+    seconds = _time.perf_counter() - t0
+    write_bvh(motion, args.output)
+    rep = mm_report(db, motion, record, source, 1.0 / db.fps)
+    rep.update(input=str(args.input), database=str(args.database), output=str(args.output),
+               update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3))
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
+    if not args.quiet:
+        print(f"{args.input}: {motion.n_frames} frames ({duration:g} s), {rep['transitions']} "
+              f"transitions, {rep['update_ms']:.2f} ms per frame (search {rep['search_us']} us)")
+        print(f"  root to intended path {rep['trajectory_error_m']:.3f} m mean after 1 s "
+              f"(max {rep['trajectory_error_max_m']:.3f}); facing error "
+              f"{rep['facing_error_deg']:.1f} deg outside sharp turns")
+        print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame (database clips "
+              f"{rep['foot_skate_mm_database']:.2f}); jitter {rep['jitter']:.1f} m/s^3 "
+              f"(database {rep['jitter_database']:.1f})")
+        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+    return 0
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,6 +405,34 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
+
+    mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
+                        description="motion matching: build a database, run a controller")
+    mm_sub = mm.add_subparsers(dest="mm_command", metavar="SUBCOMMAND", required=True)
+
+    def add_mm(name, func, help_):
+        sp = mm_sub.add_parser(name, help=help_, description=help_,
+                               formatter_class=argparse.RawDescriptionHelpFormatter,
+                               epilog="example:\n  " + EXAMPLES["mm " + name])
+        sp.set_defaults(func=func)
+        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+        sp.add_argument("-v", "--verbose", action="store_true", help="say more")
+        return sp
+
+    sp = add_mm("build", cmd_mm_build, "build a pose database from BVH clips")
+    sp.add_argument("clips", nargs="+", help="BVH files or folders of them")
+    sp.add_argument("-o", "--output", required=True, help="database file (.npz)")
+    sp.add_argument("--fps", type=float, default=60.0, help="database rate (default 60)")
+    sp.add_argument("--mirror", action="store_true", help="add mirrored copies of every clip")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred per file)")
+
+    sp = add_mm("run", cmd_mm_run, "drive a character with an input scene")
+    sp.add_argument("database", help="database from 'physmocap mm build'")
+    sp.add_argument("--input", required=True, help="input scene (scenes/inputs/*.toml)")
+    sp.add_argument("-o", "--output", required=True, help="output BVH")
+    sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run])")
+    sp.add_argument("--search-every", type=int, default=10, help="frames between searches")
 
     sp = add("demo", cmd_demo, "run the main job on a clip that pybullet_data ships")
     sp.add_argument("-o", "--output", default="out/demo", help="output folder (default out/demo)")

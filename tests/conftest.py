@@ -37,3 +37,9 @@ def data_dir() -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def project_root() -> Path:
+    """The repository root (for shipped scenes)."""
+    return ROOT

@@ -1,0 +1,249 @@
+"""The motion-matching controller: input -> trajectory -> search -> inertialize -> pose, per frame.
+
+One ``Controller`` drives one character, step by step (``step()`` returns the pose of the next
+frame), so a researcher's script or the physics playback can run it in their own loop; ``run``
+plays a whole input scene and returns a ``Motion`` plus the per-frame record the metrics need.
+
+Per frame (after Holden's reference controller and the thesis, Sec. 3.3):
+
+1. the input source gives a desired velocity and facing;
+2. a critically damped spring *simulation* object moves toward them; its predicted future
+   positions and facings (at the feature times) form the trajectory part of the query;
+3. every ``search_every`` frames, or at once when the desired velocity changes sharply or the clip
+   ends, the database is searched; if a better frame than the current one is found, the pose
+   difference becomes an inertialization offset that decays with ``blend_halflife``;
+4. the matched frame advances by one; the output pose is that frame plus the decaying offsets;
+5. the character's root moves by the animation's own root velocity, then is pulled toward the
+   simulation object (in proportion to its speed) and clamped within ``clamp_distance``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import quat
+from ..errors import ShapeError
+from ..motion import Motion
+from ..skeleton import Skeleton
+from ..spring import character_update, simple_spring_rotation
+from .database import PoseDatabase
+from .features import FeatureDatabase, valid_mask
+from .inertialize import InertializeState, inertialize_pose, transition_pose
+from .search import SearchIndex
+from .trajectory import clamp_root, clamp_root_rotation, predict_trajectory
+
+__all__ = ["ControllerSettings", "Controller", "ControllerRecord", "run_controller",
+           "output_skeleton"]
+
+_FORWARD = np.array([1.0, 0.0, 0.0])
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """Controller constants (s, m, rad).
+
+    Attributes:
+        search_every: frames between searches (searches also happen on sharp input changes and
+            at clip ends).
+        sharp_change: m/s; a change of desired velocity this large since the last search forces
+            a search.
+        blend_halflife: s, inertialization offsets halve in this time.
+        sim_halflife, sim_rot_halflife: s, the simulation object's velocity and facing springs.
+        clamp_distance: m (alpha), the character root never strays further from the simulation.
+        clamp_angle: rad, nor turns further from its facing.
+        sync_ratio: fraction of the character's speed by which the root is pulled toward the
+            simulation each second (0 = only the clamp).
+        exclude_radius: frames around the current one the search skips (no jumping in place).
+        tag: only search frames with this tag (``None``: all).
+    """
+
+    search_every: int = 10
+    sharp_change: float = 0.5
+    blend_halflife: float = 0.1
+    sim_halflife: float = 0.27
+    sim_rot_halflife: float = 0.27
+    clamp_distance: float = 0.1
+    clamp_angle: float = np.radians(45.0)
+    sync_ratio: float = 0.5
+    exclude_radius: int = 20
+    tag: str | None = None
+
+
+def output_skeleton(db: PoseDatabase) -> Skeleton:
+    """The database's skeleton without the simulation bone (the hips are the root)."""
+    parents = np.array(db.parents[1:]) - 1
+    parents[0] = -1
+    ends = None if db.end_sites is None else np.array(db.end_sites[1:])
+    return Skeleton(db.names[1:], parents, np.array(db.offsets[1:]), ends)
+
+
+@dataclass
+class ControllerRecord:
+    """What ``run_controller`` saw each frame (all ``(F, …)``, world frame, Z up)."""
+
+    root_pos: list = field(default_factory=list)      # character root (simulation bone) (3,)
+    root_rot: list = field(default_factory=list)      # (4,)
+    sim_pos: list = field(default_factory=list)       # simulation object (3,)
+    desired_vel: list = field(default_factory=list)   # (3,)
+    desired_rot: list = field(default_factory=list)   # (4,)
+    frame: list = field(default_factory=list)         # matched database frame
+    contacts: list = field(default_factory=list)      # (2,) bool, of the matched frame
+    search_seconds: list = field(default_factory=list)
+    transitions: int = 0
+
+
+class Controller:
+    """One motion-matched character.
+
+    Args:
+        db, features: the pose and feature databases (``compute_features(db)``).
+        source: an input source with ``desired(t, sim_pos, sim_rot) -> (vel (3,), rot (4,))``.
+        settings: ``ControllerSettings``.
+        index: a prebuilt ``SearchIndex`` (built here if ``None``).
+        start_frame: database frame to start from (default: the first searchable frame).
+        start_pos, start_yaw: where the character stands at t = 0 (m, rad).
+    """
+
+    def __init__(self, db: PoseDatabase, features: FeatureDatabase, source,
+                 settings: ControllerSettings = ControllerSettings(), index: SearchIndex | None = None,
+                 start_frame: int | None = None, start_pos=(0.0, 0.0, 0.0), start_yaw: float = 0.0):
+        if features.n_frames != db.n_frames:
+            raise ShapeError("features do not belong to this database (frame counts differ)")
+        self.db, self.features, self.source, self.s = db, features, source, settings
+        self.valid = valid_mask(db, features.spec)
+        self.index = index or SearchIndex(features.X, self.valid, db.range_starts, db.range_stops,
+                                          db.tags)
+        self.dt = 1.0 / db.fps
+        self.t = 0.0
+        self.frame = int(np.flatnonzero(self.valid)[0]) if start_frame is None else int(start_frame)
+        self.clip_stop = self._clip_stop(self.frame)
+        J = len(db.names) - 1
+        self.blend = InertializeState.zeros(J)
+        yaw_q = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), start_yaw)
+        self.root_pos = np.array(start_pos, float)
+        self.root_rot = yaw_q
+        self.sim_pos, self.sim_vel, self.sim_acc = self.root_pos.copy(), np.zeros(3), np.zeros(3)
+        self.sim_rot, self.sim_ang = yaw_q.copy(), np.zeros(3)
+        self.timer = 0
+        self.last_search_vel = np.zeros(3)
+        self.traj_times = np.array(features.spec.trajectory_times, float)
+        self.record = ControllerRecord()
+        self.pose = self._db_pose(self.frame)
+
+    # --- database access ------------------------------------------------------------------
+
+    def _clip_stop(self, frame: int) -> int:
+        c = int(np.searchsorted(self.db.range_stops, frame, side="right"))
+        return int(self.db.range_stops[c])
+
+    def _db_pose(self, f: int):
+        """Local pose of frame ``f`` without the simulation bone: lpos, lvel, lrot, lang
+        ``(J, …)``; joint 0 (the hips) relative to the simulation bone."""
+        db = self.db
+        return (np.array(db.lpos[f, 1:]), np.array(db.lvel[f, 1:]),
+                np.array(db.lrot[f, 1:]), np.array(db.lang[f, 1:]))
+
+    # --- query ----------------------------------------------------------------------------
+
+    def _query(self, traj_pos: np.ndarray, traj_rot: np.ndarray) -> np.ndarray:
+        """Current frame's pose features + the predicted trajectory, in character space."""
+        f = self.features
+        q = np.array(f.X[self.frame], dtype=np.float64)
+        rel = quat.inv_rotate(self.root_rot, traj_pos - self.root_pos)[:, :2]     # (K, 2)
+        dirs = quat.inv_rotate(self.root_rot, quat.rotate(traj_rot, _FORWARD))[:, :2]
+        q[f.groups["traj_pos"]] = f.normalize(rel.ravel(), "traj_pos")
+        q[f.groups["traj_dir"]] = f.normalize(dirs.ravel(), "traj_dir")
+        return q
+
+    # --- one frame ------------------------------------------------------------------------
+
+    def step(self):
+        """Advance one frame; returns ``(root_pos (3,), root_rot (4,), lpos (J,3), lrot (J,4))``:
+        the character root (simulation bone) in the world and the local pose relative to it."""
+        s, dt = self.s, self.dt
+        desired_vel, desired_rot = self.source.desired(self.t, self.sim_pos, self.sim_rot)
+        desired_vel = np.asarray(desired_vel, float)
+
+        # 1. search when due, when the input changed sharply, or at the clip's end
+        end_near = self.frame + 1 >= self.clip_stop - 1
+        sharp = np.linalg.norm(desired_vel - self.last_search_vel) > s.sharp_change
+        if self.timer <= 0 or sharp or end_near:
+            traj_pos, traj_rot = predict_trajectory(
+                self.sim_pos, self.sim_vel, self.sim_acc, self.sim_rot, self.sim_ang,
+                desired_vel, desired_rot, s.sim_halflife, s.sim_rot_halflife, self.traj_times)
+            query = self._query(np.asarray(traj_pos), np.asarray(traj_rot))
+            cur_cost = float(np.sum((self.features.X[self.frame] - query) ** 2))
+            t0 = time.perf_counter()
+            best, cost = self.index.search(
+                query, current=self.frame, exclude_radius=s.exclude_radius, tag=s.tag,
+                best_cost=np.inf if end_near or not self.valid[self.frame] else cur_cost)
+            self.record.search_seconds.append(time.perf_counter() - t0)
+            if best >= 0 and best != self.frame:
+                src, dst = self._db_pose(self.frame), self._db_pose(best)
+                self.blend = transition_pose(self.blend, *src, *dst)
+                self.frame = best
+                self.clip_stop = self._clip_stop(best)
+                self.record.transitions += 1
+            self.timer = s.search_every
+            self.last_search_vel = desired_vel
+
+        # 2. advance the matched frame and blend
+        prev = self.frame
+        self.frame = min(self.frame + 1, self.clip_stop - 1)
+        lpos, lvel, lrot, lang = self._db_pose(self.frame)
+        lpos, lvel, lrot, lang, self.blend = inertialize_pose(
+            self.blend, lpos, lvel, lrot, lang, s.blend_halflife, dt)
+        self.pose = (lpos, lvel, lrot, lang)
+
+        # 3. root motion from the animation (its own velocity, in its own frame)
+        db = self.db
+        r0 = db.lrot[prev, 0]
+        v_local = quat.inv_rotate(r0, db.lpos[self.frame, 0] - db.lpos[prev, 0]) \
+            if self.frame != prev else quat.inv_rotate(r0, db.lvel[prev, 0]) * dt
+        dq = quat.mul(quat.conj(r0), db.lrot[self.frame, 0])
+        self.root_pos = self.root_pos + quat.rotate(self.root_rot, v_local)
+        self.root_rot = quat.normalize(quat.mul(self.root_rot, dq))
+
+        # 4. the simulation object follows the input
+        self.sim_pos, self.sim_vel, self.sim_acc = character_update(
+            self.sim_pos, self.sim_vel, self.sim_acc, desired_vel, s.sim_halflife, dt)
+        self.sim_rot, self.sim_ang = simple_spring_rotation(
+            self.sim_rot, self.sim_ang, desired_rot, s.sim_rot_halflife, dt)
+
+        # 5. synchronise: pull the root toward the simulation and clamp it within alpha
+        self.root_pos = clamp_root(self.sim_pos, self.root_pos, s.clamp_distance,
+                                   char_vel=quat.rotate(self.root_rot, v_local) / dt, dt=dt,
+                                   ratio=s.sync_ratio)
+        self.root_rot = clamp_root_rotation(self.sim_rot, self.root_rot, s.clamp_angle)
+
+        rec = self.record
+        rec.root_pos.append(self.root_pos.copy())
+        rec.root_rot.append(self.root_rot.copy())
+        rec.sim_pos.append(self.sim_pos.copy())
+        rec.desired_vel.append(desired_vel.copy())
+        rec.desired_rot.append(np.asarray(desired_rot, float).copy())
+        rec.frame.append(self.frame)
+        rec.contacts.append(np.array(db.contacts[self.frame]))
+        self.t += dt
+        self.timer -= 1
+        return self.root_pos, self.root_rot, lpos, lrot
+
+
+def run_controller(controller: Controller, duration: float, progress=None
+                   ) -> tuple[Motion, ControllerRecord]:
+    """Play ``duration`` seconds; the output as a ``Motion`` (hips root, world, Z up)."""
+    n = int(round(duration / controller.dt))
+    sk = output_skeleton(controller.db)
+    root = np.empty((n, 3))
+    lrot = np.empty((n, len(sk), 4))
+    for i in range(n):
+        rp, rr, lp, lr = controller.step()
+        root[i] = rp + quat.rotate(rr, lp[0])           # hips in the world
+        lrot[i] = lr
+        lrot[i, 0] = quat.mul(rr, lr[0])
+        if progress is not None and (i % 60 == 0 or i == n - 1):
+            progress("controller", i + 1, n)
+    return Motion(sk, controller.db.fps, root, quat.normalize(lrot),
+                  {"source": "motion matching"}), controller.record

@@ -1,0 +1,76 @@
+"""Figures of a motion-matched (or any) motion: how well it follows its input, and how clean it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import quat
+from ..motion import Motion
+
+__all__ = ["foot_skate_mm", "jitter", "polyline_distance", "intended_path", "yaw",
+           "facing_error_deg"]
+
+
+def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -> float:
+    """Mean horizontal travel (mm per frame) of the two ``feet`` joints while in contact.
+
+    ``contacts``: ``(F, 2)`` bool (left, right), e.g. the matched database frames' contacts.
+    """
+    g = motion.gpos
+    steps = []
+    for k, name in enumerate(feet):
+        p = g[:, motion.skeleton.index(name), :2]
+        both = contacts[1:, k] & contacts[:-1, k]
+        steps.append(np.linalg.norm(np.diff(p, axis=0), axis=-1)[both])
+    s = np.concatenate(steps)
+    return float(1000.0 * s.mean()) if s.size else 0.0
+
+
+def jitter(motion: Motion) -> float:
+    """Mean norm of the third time difference of all joint positions (m/s^3): jerk, which
+    inertialization should keep near that of the source clips."""
+    g = motion.gpos
+    if len(g) < 4:
+        return 0.0
+    d3 = np.diff(g, n=3, axis=0) * motion.fps ** 3
+    return float(np.linalg.norm(d3, axis=-1).mean())
+
+
+def polyline_distance(points: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Horizontal distance ``(F,)`` of ``points (F, 2+)`` to the polyline ``line (L, 2+)``."""
+    p = np.asarray(points, float)[:, None, :2]
+    a = np.asarray(line, float)[None, :-1, :2]
+    b = np.asarray(line, float)[None, 1:, :2]
+    ab = b - a
+    t = np.clip(np.sum((p - a) * ab, -1) / np.maximum(np.sum(ab * ab, -1), 1e-12), 0.0, 1.0)
+    d = np.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
+    return d.min(axis=1)
+
+
+def intended_path(start: np.ndarray, desired_vel: np.ndarray, dt: float) -> np.ndarray:
+    """The path a joystick asked for: desired velocities ``(F, 3)`` integrated from ``start``."""
+    return np.asarray(start, float)[:2] + np.cumsum(np.asarray(desired_vel)[:, :2] * dt, axis=0)
+
+
+def yaw(q: np.ndarray) -> np.ndarray:
+    """Heading angle (rad) of the +X axis of rotations ``(..., 4)`` about +Z."""
+    f = quat.rotate(q, np.array([1.0, 0.0, 0.0]))
+    return np.arctan2(f[..., 1], f[..., 0])
+
+
+def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
+                     turn_rate_deg: float = 90.0, settle_s: float = 1.0) -> tuple[float, float]:
+    """Mean angle (deg) between the character's and the desired facing, outside sharp turns.
+
+    A frame counts as inside a sharp turn if the desired facing turned faster than
+    ``turn_rate_deg``/s within the previous ``settle_s`` seconds. Returns (mean error outside,
+    fraction of frames outside).
+    """
+    ya, yd = yaw(root_rot), np.unwrap(yaw(desired_rot))
+    err = np.degrees(np.abs(np.angle(np.exp(1j * (ya - yd)))))
+    rate = np.degrees(np.abs(np.gradient(yd) * fps)) if len(yd) > 1 else np.zeros(len(yd))
+    sharp = rate > turn_rate_deg
+    k = int(round(settle_s * fps))
+    recent = np.convolve(sharp.astype(float), np.ones(k + 1), mode="full")[:len(sharp)] > 0
+    keep = ~recent
+    return (float(err[keep].mean()) if keep.any() else float("nan"), float(keep.mean()))
