@@ -1,0 +1,250 @@
+"""Feature search: the accelerated index returns exactly the brute-force frame (ties to the lowest
+index), with exclusion windows, tags, valid masks, the best-cost shortcut and batches."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physmocap.errors import ShapeError, UnknownNameError
+from physmocap.matching.search import SearchIndex, brute_force
+
+D = 27
+
+
+def structured_db(n: int, d: int = D, seed: int = 0):
+    """Smooth random walks per clip plus a gait-like oscillation, normalised per feature; the last
+    20 frames of each clip are invalid (no full future trajectory)."""
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(200, 1500, size=n // 200 + 2)
+    stops = np.minimum(np.cumsum(lens), n)
+    stops = np.unique(stops[stops > 0])
+    stops[-1] = n
+    starts = np.r_[0, stops[:-1]]
+    parts = []
+    mix = rng.normal(size=(6, d))
+    for a, b in zip(starts, stops):
+        t = np.arange(b - a) / 60.0
+        walk = np.cumsum(rng.normal(size=(b - a, 4)) * 0.05, axis=0) + rng.normal(size=4)
+        gait = np.sin(2 * np.pi * rng.uniform(0.8, 2.5) * t[:, None] + rng.uniform(0, 6, 2))
+        parts.append(np.c_[walk, gait] @ mix + 0.05 * rng.normal(size=(b - a, d)))
+    X = np.concatenate(parts)
+    X = ((X - X.mean(0)) / X.std(0)).astype(np.float32)
+    valid = np.ones(n, bool)
+    for b in stops:
+        valid[max(0, b - 20):b] = False
+    return X, starts, stops, valid
+
+
+def window_mask(n, starts, stops, current, radius):
+    """``(Q, N)`` bool: the exclusion window of each query (same clip, |i - current| <= radius)."""
+    ex = np.zeros((len(current), n), bool)
+    clip = np.searchsorted(stops, current, side="right")
+    for k, (c, ci) in enumerate(zip(current, clip)):
+        if c >= 0:
+            ex[k, max(c - radius, starts[ci]):min(c + radius, stops[ci] - 1) + 1] = True
+    return ex
+
+
+@pytest.fixture(scope="module")
+def db():
+    X, starts, stops, valid = structured_db(20_000)
+    rng = np.random.default_rng(7)
+    tags = {"walk": np.zeros(len(X), bool), "run": np.zeros(len(X), bool)}
+    for a, b in zip(starts, stops):            # whole clips carry a tag, as in a labelled database
+        tags["walk" if rng.random() < 0.6 else "run"][a:b] = True
+    tags["turn"] = rng.random(len(X)) < 0.1     # a sparse, scattered tag
+    index = SearchIndex(X, valid, starts, stops, tags)
+    return X, starts, stops, valid, tags, index
+
+
+def queries(X, valid, n, rng):
+    """Half real-like (database rows + N(0, 0.1-0.5)), a quarter uniform, a quarter far away."""
+    rows = rng.choice(np.flatnonzero(valid), n // 2)
+    sig = rng.uniform(0.1, 0.5, size=(n // 2, 1))
+    real = X[rows] + sig * rng.normal(size=(n // 2, X.shape[1]))
+    uni = rng.uniform(-2.5, 2.5, size=(n // 4, X.shape[1]))
+    far = rng.normal(size=(n - n // 2 - n // 4, X.shape[1])) * 4
+    return np.concatenate([real, uni, far]), rows
+
+
+def test_index_equals_brute_force_10000_queries(db):
+    X, starts, stops, valid, tags, index = db
+    rng = np.random.default_rng(1)
+    Q, _ = queries(X, valid, 10_000, rng)
+    i_idx, c_idx = index.search_batch(Q)
+    i_bf, c_bf = brute_force(X, Q, valid)
+    np.testing.assert_array_equal(i_idx, i_bf)
+    np.testing.assert_array_equal(c_idx, c_bf)
+    assert valid[i_idx].all()
+
+
+def test_exclusion_window_tags_and_best_cost_batched(db):
+    X, starts, stops, valid, tags, index = db
+    rng = np.random.default_rng(2)
+    Q, rows = queries(X, valid, 1_000, rng)
+    current = np.full(len(Q), -1)
+    current[: len(rows)] = rows                 # real-like queries come from their current frame
+    for radius in (0, 20):
+        ex = window_mask(len(X), starts, stops, current, radius)
+        i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=radius)
+        i_bf, c_bf = brute_force(X, Q, valid, exclude=ex)
+        np.testing.assert_array_equal(i_idx, i_bf)
+        np.testing.assert_array_equal(c_idx, c_bf)
+        hit = current >= 0
+        assert np.all(np.abs(i_idx[hit] - current[hit]) > radius)
+    for name in ("walk", "run", "turn"):
+        i_idx, c_idx = index.search_batch(Q, tag=name, current=current, exclude_radius=20)
+        i_bf, c_bf = brute_force(X, Q, valid & tags[name],
+                                 exclude=window_mask(len(X), starts, stops, current, 20))
+        np.testing.assert_array_equal(i_idx, i_bf)
+        np.testing.assert_array_equal(c_idx, c_bf)
+        assert tags[name][i_idx].all()
+    # best-cost shortcut: the cost of carrying on from the current frame
+    cur_cost = np.where(current >= 0, ((X[np.maximum(current, 0)] - Q) ** 2).sum(1), 5.0)
+    i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=20, best_cost=cur_cost)
+    i_bf, c_bf = brute_force(X, Q, valid, exclude=window_mask(len(X), starts, stops, current, 20))
+    better = c_bf < cur_cost
+    np.testing.assert_array_equal(i_idx[better], i_bf[better])
+    np.testing.assert_array_equal(i_idx[~better], -1)
+    np.testing.assert_array_equal(c_idx[~better], cur_cost[~better])
+
+
+def test_single_query_matches_batch(db):
+    X, starts, stops, valid, tags, index = db
+    rng = np.random.default_rng(3)
+    Q, rows = queries(X, valid, 40, rng)
+    bi, bc = index.search_batch(Q, current=np.r_[rows, np.full(len(Q) - len(rows), -1)],
+                                exclude_radius=10)
+    for k in range(len(Q)):
+        cur = int(rows[k]) if k < len(rows) else None
+        i, c = index.search(Q[k], current=cur, exclude_radius=10)
+        assert (i, c) == (bi[k], bc[k])
+        assert isinstance(i, int) and isinstance(c, float)
+    i, c = brute_force(X, Q[0], valid)
+    assert isinstance(i, int) and i == index.search(Q[0])[0]
+
+
+def test_exclusion_window_stays_in_its_clip():
+    # two clips of identical frames: excluding around frame 1 of clip 0 must not touch clip 1
+    X = np.repeat(np.arange(4, dtype=np.float32)[:, None], 2, axis=1)
+    X = np.concatenate([X, X])
+    index = SearchIndex(X, np.ones(8, bool), [0, 4], [4, 8], leaf=2, branch=2, top=1)
+    assert index.search(X[1], current=1, exclude_radius=10) == (5, 0.0)
+    assert index.search(X[1]) == (1, 0.0)          # ties go to the lowest index
+    assert index.search(X[1], current=1) == (5, 0.0)
+
+
+def test_nothing_eligible_gives_minus_one():
+    X = np.zeros((5, 3), np.float32)
+    valid = np.zeros(5, bool)
+    valid[2] = True
+    index = SearchIndex(X, valid, [0], [5], {"none": np.zeros(5, bool)})
+    assert index.search(np.zeros(3), current=2) == (-1, np.inf)
+    assert index.search(np.zeros(3), tag="none") == (-1, np.inf)
+    assert index.search(np.zeros(3), best_cost=0.0) == (-1, 0.0)   # strictly better only
+    assert index.search(np.ones(3), best_cost=3.5) == (2, 3.0)
+
+
+def test_memory_is_about_the_features(db):
+    X, starts, stops, valid, tags, _ = db
+    index = SearchIndex(X, valid, starts, stops)
+    # the float32 features are kept twice (as given and reordered); boxes and maps add < 40 %
+    assert index.nbytes < 2.4 * X.nbytes
+
+
+# ---- properties on small hostile databases (ties, duplicates, one clip, one valid frame) ------
+
+@st.composite
+def small_db(draw):
+    n = draw(st.integers(1, 60))
+    d = draw(st.integers(1, 4))
+    vals = st.integers(-2, 2)                  # few distinct values: many exact ties/duplicates
+    X = np.array(draw(st.lists(st.lists(vals, min_size=d, max_size=d), min_size=n, max_size=n)),
+                 np.float32).reshape(n, d) * 0.5
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4)))) if n > 1 else []
+    starts = np.array([0] + cuts)
+    stops = np.array(cuts + [n])
+    mode = draw(st.sampled_from(["all", "random", "one"]))
+    if mode == "all":
+        valid = np.ones(n, bool)
+    elif mode == "one":
+        valid = np.zeros(n, bool)
+        valid[draw(st.integers(0, n - 1))] = True
+    else:
+        valid = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+        valid[draw(st.integers(0, n - 1))] = True
+    nq = draw(st.integers(1, 6))
+    Q = np.array(draw(st.lists(st.lists(st.integers(-5, 5), min_size=d, max_size=d),
+                               min_size=nq, max_size=nq)), float).reshape(nq, d) * 0.5
+    current = np.array(draw(st.lists(st.integers(-1, n - 1), min_size=nq, max_size=nq)))
+    radius = draw(st.integers(0, 3))
+    best = draw(st.sampled_from([np.inf, 0.0, 0.75, 2.0]))
+    shape = draw(st.sampled_from([(16, 4, 64), (1, 2, 1), (2, 3, 2), (3, 2, 1)]))
+    return X, starts, stops, valid, Q, current, radius, best, shape
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_db())
+def test_property_index_equals_brute_force(case):
+    X, starts, stops, valid, Q, current, radius, best, (leaf, branch, top) = case
+    index = SearchIndex(X, valid, starts, stops, leaf=leaf, branch=branch, top=top)
+    i_bf, c_bf = brute_force(X, Q, valid)
+    i_idx, c_idx = index.search_batch(Q)
+    np.testing.assert_array_equal(i_idx, i_bf)
+    np.testing.assert_array_equal(c_idx, c_bf)
+    ex = window_mask(len(X), starts, stops, current, radius)
+    i_bf, c_bf = brute_force(X, Q, valid, exclude=ex)
+    i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=radius, best_cost=best)
+    beat = c_bf < best
+    np.testing.assert_array_equal(i_idx, np.where(beat, i_bf, -1))
+    np.testing.assert_array_equal(c_idx, np.where(beat, c_bf, best))
+
+
+# ---- error paths --------------------------------------------------------------------------------
+
+def test_errors():
+    X = np.zeros((10, 3), np.float32)
+    ok = np.ones(10, bool)
+    with pytest.raises(ShapeError, match="shape"):
+        SearchIndex(np.zeros(10), ok, [0], [10])
+    with pytest.raises(ShapeError, match="numeric"):
+        SearchIndex(np.zeros((10, 3), object), ok, [0], [10])
+    bad = X.copy()
+    bad[4, 1] = np.nan
+    with pytest.raises(ShapeError, match="NaN.*frame 4"):
+        SearchIndex(bad, ok, [0], [10])
+    with pytest.raises(ShapeError, match="no valid frame"):
+        SearchIndex(X, np.zeros(10, bool), [0], [10])
+    with pytest.raises(ShapeError, match="bool"):
+        SearchIndex(X, np.ones(10), [0], [10])
+    with pytest.raises(ShapeError, match=r"\(10,\)"):
+        SearchIndex(X, np.ones(9, bool), [0], [9])
+    with pytest.raises(ShapeError, match="tile"):
+        SearchIndex(X, ok, [0, 6], [5, 10])
+    with pytest.raises(ShapeError, match="integer"):
+        SearchIndex(X, ok, [0.0], [10.0])
+    with pytest.raises(ShapeError, match="tag 'walk'"):
+        SearchIndex(X, ok, [0], [10], {"walk": np.ones(10)})
+    index = SearchIndex(X, ok, [0, 5], [5, 10], {"walk": ok, "run": ~ok})
+    with pytest.raises(UnknownNameError, match="unknown tag 'jump'; known: walk, run"):
+        index.search(np.zeros(3), tag="jump")
+    with pytest.raises(ShapeError, match=r"\(3,\) or \(Q, 3\)"):
+        index.search_batch(np.zeros((2, 4)))
+    with pytest.raises(ShapeError, match="single query"):
+        index.search(np.zeros((1, 3)))
+    with pytest.raises(ShapeError, match="NaN"):
+        index.search(np.array([0.0, np.nan, 0.0]))
+    with pytest.raises(ShapeError, match="best_cost"):
+        index.search_batch(np.zeros((2, 3)), best_cost=[1.0, 2.0, 3.0])
+    with pytest.raises(ShapeError, match="current"):
+        index.search(np.zeros(3), current=10)
+    with pytest.raises(ShapeError, match="current"):
+        index.search_batch(np.zeros((2, 3)), current=[1])
+    with pytest.raises(ShapeError, match="exclude_radius"):
+        index.search(np.zeros(3), current=1, exclude_radius=-1)
+    with pytest.raises(ShapeError, match="exclude"):
+        brute_force(X, np.zeros(3), ok, exclude=np.ones(3, bool))
+    with pytest.raises(ShapeError, match="NaN"):
+        brute_force(bad, np.zeros(3), ok)
