@@ -31,14 +31,16 @@ def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``); ``(..., 4)`` broadcast."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    ax, ay, az, aw = np.moveaxis(a, -1, 0)
-    bx, by, bz, bw = np.moveaxis(b, -1, 0)
-    return np.stack([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ], axis=-1)
+    # Components by indexing (not moveaxis): this runs per frame in the controller and per
+    # sub-step in the solver, where small-array overhead dominates.
+    ax, ay, az, aw = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bx, by, bz, bw = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 1] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 2] = aw * bz + ax * by - ay * bx + az * bw
+    out[..., 3] = aw * bw - ax * bx - ay * by - az * bz
+    return out
 
 
 def conj(q: np.ndarray) -> np.ndarray:
@@ -64,9 +66,11 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     tx = 2.0 * (y * vz - z * vy)
     ty = 2.0 * (z * vx - x * vz)
     tz = 2.0 * (x * vy - y * vx)
-    return np.stack([vx + w * tx + (y * tz - z * ty),
-                     vy + w * ty + (z * tx - x * tz),
-                     vz + w * tz + (x * ty - y * tx)], axis=-1)
+    out = np.empty(np.broadcast_shapes(q.shape[:-1], v.shape[:-1]) + (3,))
+    out[..., 0] = vx + w * tx + (y * tz - z * ty)
+    out[..., 1] = vy + w * ty + (z * tx - x * tz)
+    out[..., 2] = vz + w * tz + (x * ty - y * tx)
+    return out
 
 
 def inv_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
