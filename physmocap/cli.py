@@ -340,10 +340,14 @@ def cmd_mm_run(args) -> int:
     t0 = _time.perf_counter()
     motion, record = run_controller(ctrl, duration, progress=Progress(not args.quiet))
     seconds = _time.perf_counter() - t0
+    if not args.no_foot_lock:
+        from .matching.footlock import lock_feet
+        motion = lock_feet(motion, tuple(db.contact_joints), np.array(record.contacts))
     write_bvh(motion, args.output)
     rep = mm_report(db, motion, record, source, 1.0 / db.fps)
     rep.update(input=str(args.input), database=str(args.database), output=str(args.output),
-               update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3))
+               update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
+               foot_lock=not args.no_foot_lock)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
     if not args.quiet:
@@ -433,6 +437,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run])")
     sp.add_argument("--search-every", type=int, default=10, help="frames between searches")
+    sp.add_argument("--no-foot-lock", action="store_true",
+                    help="skip foot locking (two-bone IK pins feet in contact)")
 
     sp = add("demo", cmd_demo, "run the main job on a clip that pybullet_data ships")
     sp.add_argument("-o", "--output", default="out/demo", help="output folder (default out/demo)")

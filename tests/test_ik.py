@@ -1,0 +1,49 @@
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from physmocap import quat
+from physmocap.ik import two_bone_ik
+
+
+def chain(rng, n):
+    a = rng.normal(size=(n, 3))
+    b = a + rng.normal(size=(n, 3)) * 0.4
+    c = b + rng.normal(size=(n, 3)) * 0.4
+    ga = Rotation.random(n, random_state=1).as_quat()
+    gb = Rotation.random(n, random_state=2).as_quat()
+    return a, b, c, ga, gb
+
+
+def test_reaches_reachable_targets_and_keeps_bone_lengths(rng):
+    a, b, c, ga, gb = chain(rng, 500)
+    lab, lbc = np.linalg.norm(b - a, axis=-1), np.linalg.norm(c - b, axis=-1)
+    d = rng.normal(size=(500, 3))
+    d /= np.linalg.norm(d, axis=-1, keepdims=True)
+    r = np.abs(lab - lbc) + (lab + lbc - np.abs(lab - lbc)) * rng.uniform(0.05, 0.95, 500)
+    t = a + d * r[:, None]
+    ga2, gb2, b2 = two_bone_ik(a, b, c, t, ga, gb)
+    # the new end, carried by the new rotations, lands on the target
+    c_local = quat.inv_rotate(gb, c - b)
+    c2 = b2 + quat.rotate(gb2, c_local)
+    assert np.abs(c2 - t).max() < 1e-6
+    assert np.allclose(np.linalg.norm(b2 - a, axis=-1), lab)
+    # the middle joint moved with the root's rotation
+    assert np.allclose(a + quat.rotate(ga2, quat.inv_rotate(ga, b - a)), b2, atol=1e-9)
+
+
+def test_unreachable_target_stretches_toward_it(rng):
+    a, b, c, ga, gb = chain(rng, 50)
+    far = a + (c - a) * 10.0
+    _, gb2, b2 = two_bone_ik(a, b, c, far, ga, gb)
+    c2 = b2 + quat.rotate(gb2, quat.inv_rotate(gb, c - b))
+    u = (far - a) / np.linalg.norm(far - a, axis=-1, keepdims=True)
+    v = (c2 - a) / np.linalg.norm(c2 - a, axis=-1, keepdims=True)
+    assert np.all(np.sum(u * v, -1) > 0.999)
+
+
+def test_bends_toward_the_pole(rng):
+    a = np.zeros((1, 3)); b = np.array([[0.0, 0.0, -0.4]]); c = np.array([[0.0, 0.0, -0.8]])
+    g = quat.identity((1,))
+    t = np.array([[0.0, 0.0, -0.6]])
+    _, _, b2 = two_bone_ik(a, b, c, t, g, g, pole=np.array([[1.0, 0.0, 0.0]]))
+    assert b2[0, 0] > 0.1          # the knee goes forward (+x), toward the pole
