@@ -286,6 +286,9 @@ def mm_report(db, motion, record, source, dt) -> dict:
     if hasattr(source, "path_distance"):
         dist = np.array([source.path_distance(p) for p in root[settle:]])
         kind = "path"
+    elif hasattr(source, "pos") and hasattr(source, "times"):      # a head-mounted display
+        dist = metrics.polyline_distance(root[settle:], np.asarray(source.pos))
+        kind = "head track"
     else:
         line = metrics.intended_path(root[0], np.array(record.desired_vel), dt)
         dist = metrics.polyline_distance(root[settle:], line) if len(line) > 1 else np.zeros(1)
