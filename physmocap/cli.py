@@ -276,53 +276,6 @@ def cmd_mm_build(args) -> int:
     return 0
 
 
-def mm_report(db, motion, record, source, dt) -> dict:
-    """The JSON figures of a controller run (see ``physmocap mm run``)."""
-    from .matching import metrics
-    from .matching.controller import output_skeleton  # noqa: F401
-
-    root = np.array(record.root_pos)
-    settle = int(round(1.0 / dt))
-    if hasattr(source, "path_distance"):
-        dist = np.array([source.path_distance(p) for p in root[settle:]])
-        kind = "path"
-    elif hasattr(source, "pos") and hasattr(source, "times"):      # a head-mounted display
-        dist = metrics.polyline_distance(root[settle:], np.asarray(source.pos))
-        kind = "head track"
-    else:
-        line = metrics.intended_path(root[0], np.array(record.desired_vel), dt)
-        dist = metrics.polyline_distance(root[settle:], line) if len(line) > 1 else np.zeros(1)
-        kind = "integrated joystick velocity"
-    face, frac = metrics.facing_error_deg(np.array(record.root_rot), np.array(record.desired_rot),
-                                          1.0 / dt)
-    feet = tuple(n for n in db.contact_joints)
-    contacts = np.array(record.contacts)
-    # The database clips themselves, for comparison, clip by clip (no jumps at clip seams).
-    raw_skate, raw_jit, weights = [], [], []
-    for a, b in zip(db.range_starts, db.range_stops):
-        if b - a < 4:
-            continue
-        clip = db.to_motion(int(a), int(b))
-        raw_skate.append(metrics.foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
-        raw_jit.append(metrics.jitter(clip))
-        weights.append(b - a)
-    search = np.array(record.search_seconds)
-    return {
-        "frames": motion.n_frames, "fps": motion.fps,
-        "trajectory_error_m": round(float(dist.mean()), 4),
-        "trajectory_error_max_m": round(float(dist.max()), 4),
-        "intended_path": kind,
-        "facing_error_deg": round(face, 2), "facing_frames_outside_turns": round(frac, 3),
-        "foot_skate_mm": round(metrics.foot_skate_mm(motion, feet, contacts), 3),
-        "foot_skate_mm_database": round(float(np.average(raw_skate, weights=weights)), 3),
-        "jitter": round(metrics.jitter(motion), 2),
-        "jitter_database": round(float(np.average(raw_jit, weights=weights)), 2),
-        "transitions": record.transitions,
-        "searches": int(search.size),
-        "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
-    }
-
-
 def cmd_mm_run(args) -> int:
     import time as _time
 
@@ -331,6 +284,7 @@ def cmd_mm_run(args) -> int:
     from .matching.controller import Controller, ControllerSettings, run_controller
     from .matching.database import load_database
     from .matching.features import compute_features
+    from .matching.metrics import run_report
     from .matching.trajectory import load_input
     from .progress import Progress
     from .scene import _read
@@ -347,7 +301,7 @@ def cmd_mm_run(args) -> int:
         from .matching.footlock import lock_feet
         motion = lock_feet(motion, tuple(db.contact_joints), np.array(record.contacts))
     write_bvh(motion, args.output)
-    rep = mm_report(db, motion, record, source, 1.0 / db.fps)
+    rep = run_report(db, motion, record, source)
     rep.update(input=str(args.input), database=str(args.database), output=str(args.output),
                update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
                foot_lock=not args.no_foot_lock)

@@ -8,7 +8,7 @@ from .. import quat
 from ..motion import Motion
 
 __all__ = ["foot_skate_mm", "jitter", "polyline_distance", "intended_path", "yaw",
-           "facing_error_deg"]
+           "facing_error_deg", "run_report"]
 
 
 def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -> float:
@@ -74,3 +74,53 @@ def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
     recent = np.convolve(sharp.astype(float), np.ones(k + 1), mode="full")[:len(sharp)] > 0
     keep = ~recent
     return (float(err[keep].mean()) if keep.any() else float("nan"), float(keep.mean()))
+
+
+def run_report(db, motion: Motion, record, source) -> dict:
+    """The JSON figures of a controller run (``physmocap mm run --report``).
+
+    Args:
+        db: the ``PoseDatabase``; ``motion``: the output; ``record``: the controller's
+            ``ControllerRecord``; ``source``: its input (a path, a head track or a joystick).
+    """
+    dt = 1.0 / db.fps
+    root = np.array(record.root_pos)
+    settle = int(round(1.0 / dt))
+    if hasattr(source, "path_distance"):
+        dist = np.array([source.path_distance(p) for p in root[settle:]])
+        kind = "path"
+    elif hasattr(source, "pos") and hasattr(source, "times"):      # a head-mounted display
+        dist = polyline_distance(root[settle:], np.asarray(source.pos))
+        kind = "head track"
+    else:
+        line = intended_path(root[0], np.array(record.desired_vel), dt)
+        dist = polyline_distance(root[settle:], line) if len(line) > 1 else np.zeros(1)
+        kind = "integrated joystick velocity"
+    face, frac = facing_error_deg(np.array(record.root_rot), np.array(record.desired_rot),
+                                  1.0 / dt)
+    feet = tuple(n for n in db.contact_joints)
+    contacts = np.array(record.contacts)
+    # The database clips themselves, for comparison, clip by clip (no jumps at clip seams).
+    raw_skate, raw_jit, weights = [], [], []
+    for a, b in zip(db.range_starts, db.range_stops):
+        if b - a < 4:
+            continue
+        clip = db.to_motion(int(a), int(b))
+        raw_skate.append(foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
+        raw_jit.append(jitter(clip))
+        weights.append(b - a)
+    search = np.array(record.search_seconds)
+    return {
+        "frames": motion.n_frames, "fps": motion.fps,
+        "trajectory_error_m": round(float(dist.mean()), 4),
+        "trajectory_error_max_m": round(float(dist.max()), 4),
+        "intended_path": kind,
+        "facing_error_deg": round(face, 2), "facing_frames_outside_turns": round(frac, 3),
+        "foot_skate_mm": round(foot_skate_mm(motion, feet, contacts), 3),
+        "foot_skate_mm_database": round(float(np.average(raw_skate, weights=weights)), 3),
+        "jitter": round(jitter(motion), 2),
+        "jitter_database": round(float(np.average(raw_jit, weights=weights)), 2),
+        "transitions": record.transitions,
+        "searches": int(search.size),
+        "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
+    }
