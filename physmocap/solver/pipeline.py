@@ -20,8 +20,8 @@ from .contacts import FOOT_MARKERS, detect_plants
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, solve_kinematic
 from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
 
-__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "limit_hits",
-           "kinematic_prior"]
+__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
+           "hold_anchors", "cleaned_markers"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,51 +68,6 @@ def kinematic_prior(body: BodyTemplate) -> dict:
     toes = np.array([n.endswith("Toes") for n in body.names])
     return {"rotation_prior": hinge_prior(body.joint_type, body.axis,
                                           weight_fixed=FIXED_JOINT_WEIGHT, fixed=toes)}
-
-
-def functional_axes(spec: JointSpec, lrot: np.ndarray) -> JointSpec:
-    """Hinge axes fitted to the subject: for each hinge, the dominant rotation axis of its
-    kinematically solved local rotations ``lrot (F, J, 4)`` (a functional joint axis, as gait
-    labs fit knee axes), signed like the template's axis so limits keep their meaning."""
-    axis = spec.axis.copy()
-    for j, kind in enumerate(spec.kind):
-        if kind != "hinge":
-            continue
-        v = quat.to_scaled_axis(quat.unroll(lrot[:, j]))
-        v = v[np.linalg.norm(v, axis=-1) > np.radians(5.0)]   # too small to show an axis
-        if len(v) < 10:
-            continue
-        w, vec = np.linalg.eigh(v.T @ v)
-        a = vec[:, -1]
-        axis[j] = a if a @ spec.axis[j] >= 0 else -a
-    return JointSpec(spec.kind, axis, spec.limits, spec.mass, spec.twist_axis)
-
-
-def limit_hits(motion: Motion, spec: JointSpec, margin: float = np.radians(1.0)) -> dict:
-    """Frames at (or beyond) a joint limit, per joint name; ball joints by swing and twist."""
-    out = {}
-    lrot = quat.abs_w(motion.lrot)
-    for j, kind in enumerate(spec.kind):
-        if kind == "hinge":
-            a = spec.axis[j]
-            ang = 2.0 * np.arctan2(lrot[:, j, :3] @ a, lrot[:, j, 3])
-            lo, hi = spec.limits[j]
-            hits = (ang <= lo + margin) | (ang >= hi - margin)
-        elif kind == "ball":
-            t = spec.twist_axis[j]
-            # swing-twist split about the bone axis
-            proj = (lrot[:, j, :3] @ t)[:, None] * t
-            twist_q = quat.normalize(np.concatenate([proj, lrot[:, j, 3:]], axis=-1))
-            twist = np.abs(quat.to_scaled_axis(twist_q) @ t)
-            swing = quat.angle(quat.mul(lrot[:, j], quat.conj(twist_q)))
-            sw, tw = spec.limits[j]
-            hits = (swing >= sw - margin) | (twist >= tw - margin)
-        else:
-            continue
-        n = int(np.sum(hits))
-        if n:
-            out[motion.skeleton.names[j]] = n
-    return out
 
 
 def _foot_rows(labels: tuple) -> tuple[np.ndarray, tuple]:
