@@ -42,3 +42,15 @@ def test_unmappable_root_is_an_error():
     other = Skeleton(["Pelvis", "Knee"], [-1, 0], [[0, 0, 1], [0, 0, -0.5]])
     with pytest.raises(UnknownNameError, match="root"):
         retarget(src, other)
+
+
+def test_bandai_names_map_to_humanoid_bones(data_dir):
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    body = load_body()
+    out = retarget(src, body.skeleton)
+    # the legs move (mapped), not frozen at rest: the feet swing relative to the hips
+    for side, s in (("Left", "L"), ("Right", "R")):
+        a = src.gpos[:, src.skeleton.index(f"Foot_{s}")] - src.gpos[:, 0]
+        b = out.gpos[:, body.skeleton.index(f"{side}Foot")] - out.gpos[:, 0]
+        cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        assert np.median(cos) > 0.9

@@ -28,6 +28,11 @@ HUMANOID_NAME_MAP = {
     "RightArm": "RightUpperArm", "RightForeArm": "RightLowerArm",
     "Spine1": "Chest",
 }
+# Bandai-Namco (``UpperLeg_L``) and similar ``<Bone>_L`` / ``<Bone>_R`` rigs.
+HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
+                          for bone in ("Shoulder", "UpperArm", "LowerArm", "Hand", "UpperLeg",
+                                       "LowerLeg", "Foot", "Toes")
+                          for s, side in (("L", "Left"), ("R", "Right"))})
 
 
 def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:

@@ -1,0 +1,51 @@
+"""Frames per second of physical playback (one character, the shipped humanoid).
+
+    python benchmarks/playback_speed.py
+
+Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
+physics steps per frame, and the tracking figures of ``TrackResult.report()``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from _common import data_dir
+
+from physmocap import quat
+from physmocap.demo import make_demo_capture
+from physmocap.io.bvh import read_bvh
+from physmocap.matching.database import resample
+from physmocap.matching.retarget import retarget
+from physmocap.motion import Motion
+from physmocap.playback import track
+from physmocap.scene import load_body
+
+
+def main() -> None:
+    body = load_body()
+    refs = {}
+    F = 600
+    refs["standing 60 Hz"] = Motion(body.skeleton, 60.0,
+                                    np.tile(body.skeleton.offsets[0], (F, 1)),
+                                    quat.identity((F, len(body))))
+    _, truth = make_demo_capture()
+    refs["demo walk 120 Hz"] = truth
+    src = read_bvh(data_dir() / "bvh/bandai-namco/ds2_normal_locomotion/"
+                   "dataset-2_walk_normal_001.bvh")
+    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
+             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
+    refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton, name_map=names), 60.0)
+    print(f"{'reference':20s} {'mode':9s} {'frames':>6s} {'fps':>7s} {'err m':>6s} "
+          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s}  falls")
+    for name, ref in refs.items():
+        for mode in ("assist", "physical"):
+            rep = track(ref, body, mode).report()
+            falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
+            print(f"{name:20s} {mode:9s} {rep['frames']:6d} {rep['frames_per_second']:7.0f} "
+                  f"{rep['tracking_error_m']:6.3f} {rep['root_assist_force_mean_n']:7.1f} "
+                  f"{rep['root_assist_force_max_n']:6.1f} {rep['penetration_max_mm']:6.1f} "
+                  f"{rep['foot_skate_mm']:6.1f}  {falls}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+"""Physical playback: a simulated PyBullet character follows a kinematic ``Motion``
+(PD joint motors, gravity, ground contact; optional bounded root assist)."""
+from .character import Character
+from .track import (MODES, FrameRetargeter, Tracker, TrackingSettings, TrackResult,
+                    ground_motion, level_feet, loop_motion, track)
+
+__all__ = ["Character", "MODES", "FrameRetargeter", "Tracker", "TrackingSettings", "TrackResult",
+           "ground_motion", "level_feet", "loop_motion", "track"]

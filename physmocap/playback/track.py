@@ -1,0 +1,549 @@
+"""Physics tracking: a simulated character follows a kinematic ``Motion``.
+
+The character (``character.Character``: template masses, capsules, foot boxes, gravity, a ground
+plane) tracks the reference's local joint rotations with PyBullet's joint motors in
+``POSITION_CONTROL`` (a constraint-level PD: stable at stiff gains where an explicit PD torque
+at 240 Hz is not, and one call per frame for the whole body). The root is either
+
+* ``"assist"``: pulled toward the reference root by a bounded external force and torque (PD on
+  position and orientation, clamped to ``assist_max_force`` / ``assist_max_torque``), the
+  "hand of God" of physics-based character animation, reported per frame so a user sees how
+  much help the motion needed; or
+* ``"physical"``: unassisted; the body must stay up with joint torques alone. Falls are detected
+  (root below ``fall_root_ratio`` of the reference's root height, or the head below
+  ``fall_head_height``, for longer than ``fall_seconds``) and reported.
+
+``Tracker`` is the frame-by-frame API (a motion-matching controller can drive it live);
+``track`` runs a whole ``Motion`` through it and measures the result.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import quat
+from ..errors import ShapeError
+from ..motion import Motion
+from ..scene import BodyTemplate, load_body
+from ..skeleton import Skeleton, forward_kinematics
+from .character import Character, foot_joints
+
+__all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
+
+MODES = ("assist", "physical")
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """Simulation and controller constants (SI units).
+
+    Attributes:
+        timestep: s, physics step; each motion frame takes ``round(1 / (fps * timestep))`` steps.
+        gravity: m/s².  friction: ground and body Coulomb friction.
+        solver_iterations: PyBullet constraint solver iterations per step.
+        min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
+            a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
+            motors oscillate at 240 Hz otherwise.
+        joint_kp, joint_kd: PyBullet motor position / velocity gains (dimensionless, per
+            step: the motor asks for ``kp * error / dt + kd * velocity error``).
+        joint_max_torque: N·m, per axis, the motors' force limit, scaled per joint by the
+            mass it carries (``joint_torque_scale``: segments below it / total) with floor
+            ``joint_min_torque``.
+        assist_kp, assist_kd: N/m, N·s/m of the root position assist (per kg of body mass).
+        assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist.
+        assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
+        level_feet: ``track`` turns each reference foot about its own bone (heel -> toe axis)
+            so its sole faces the floor. ``retarget`` fixes bone directions only, so the twist
+            about the foot bone is arbitrary (the demo walk's feet are rolled ~80 deg onto
+            their sides), which the foot boxes of the simulation cannot stand on.
+        ground_reference: ``track`` shifts the reference root vertically so that, frame by frame,
+            the lowest sole point of the feet is on the floor (z = 0), smoothed over 0.1 s.
+            Retargeted clips often float (or sink) a few cm; a root assist toward a floating
+            root then carries the body weight instead of the legs.
+        fall_root_ratio, fall_head_height, fall_seconds: the fall rule (see module doc).
+        head: name of the head joint (for the fall rule).
+    """
+
+    timestep: float = 1.0 / 240.0
+    gravity: float = 9.81
+    friction: float = 0.9
+    solver_iterations: int = 10
+    min_inertia: float = 0.03
+    joint_kp: float = 1.0
+    joint_kd: float = 1.0
+    joint_max_torque: float = 600.0
+    joint_min_torque: float = 30.0
+    assist_kp: float = 40.0
+    assist_kd: float = 8.0
+    assist_rot_kp: float = 600.0
+    assist_rot_kd: float = 60.0
+    assist_max_force: float = 500.0
+    assist_max_torque: float = 200.0
+    level_feet: bool = True
+    ground_reference: bool = True
+    fall_root_ratio: float = 0.5
+    fall_head_height: float = 0.6
+    fall_seconds: float = 0.5
+    head: str = "Head"
+
+
+def _subtree_mass(body: BodyTemplate) -> np.ndarray:
+    m = np.array(body.mass, float)
+    out = m.copy()
+    for j in range(len(body) - 1, 0, -1):
+        out[body.skeleton.parents[j]] += out[j]
+    return out
+
+
+def _clamp(v: np.ndarray, limit: float) -> np.ndarray:
+    n = float(np.sqrt(v @ v))
+    return v * (limit / n) if n > limit else v
+
+
+def _ang_vel(q0: np.ndarray, q1: np.ndarray, dt: float, local: bool) -> np.ndarray:
+    """Angular velocity taking ``q0`` to ``q1`` in ``dt``: child frame if ``local`` else world."""
+    d = quat.mul(quat.conj(q0), q1) if local else quat.mul(q1, quat.conj(q0))
+    return quat.to_scaled_axis(quat.abs_w(d)) / dt
+
+
+class Tracker:
+    """One simulated character, stepped frame by frame.
+
+    Args:
+        body: the body template (default: the shipped ``humanoid``); reference poses must be on
+            its skeleton.
+        mode: ``"assist"`` or ``"physical"``.
+        settings: ``TrackingSettings``.
+    """
+
+    def __init__(self, body: BodyTemplate | None = None, mode: str = "assist",
+                 settings: TrackingSettings = TrackingSettings()):
+        if mode not in MODES:
+            raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
+        self.body = body or load_body()
+        self.mode, self.s = mode, settings
+        s = settings
+        self.char = Character(self.body, s.timestep, s.gravity, s.friction, s.solver_iterations,
+                              s.min_inertia)
+        self.p, self.J = self.char.p, len(self.body)
+        self.mass = float(self.body.total_mass)
+        sub = _subtree_mass(self.body)
+        self.max_torque = np.maximum(s.joint_max_torque * sub / sub[0], s.joint_min_torque)
+        # leg joints carry the body, not only the segments below them
+        for side in self.char.feet:
+            for j in side:
+                while j > 0:
+                    self.max_torque[j] = s.joint_max_torque
+                    j = self.body.skeleton.parents[j]
+        self._forces = [[float(t)] * 3 for t in self.max_torque[1:]]
+        self._kp = [float(s.joint_kp)] * (self.J - 1)
+        self._kd = [float(s.joint_kd)] * (self.J - 1)
+        self.head = self.body.index(s.head)
+        self.frame = 0
+        self.time = 0.0
+        self._low = 0.0
+        self.fallen = False
+        self.falls: list[dict] = []
+        self._ref = None
+
+    # --- setup ----------------------------------------------------------------------------
+
+    def _check(self, root_pos, root_rot, lrot):
+        root_pos = np.asarray(root_pos, float).reshape(3)
+        root_rot = quat.normalize(np.asarray(root_rot, float).reshape(4))
+        lrot = np.asarray(lrot, float)
+        if lrot.shape != (self.J, 4):
+            raise ShapeError(f"lrot: expected ({self.J}, 4) for body {self.body.name!r}, got "
+                             f"{lrot.shape}")
+        lrot = quat.normalize(lrot.copy())
+        lrot[0] = root_rot
+        return root_pos, root_rot, lrot
+
+    def reset(self, root_pos, root_rot, lrot, next_pose=None, dt: float | None = None) -> None:
+        """Place the character in a pose: ``root_pos (3,)`` m, ``root_rot (4,)`` xyzw (world),
+        ``lrot (J, 4)`` xyzw (``lrot[0]`` is replaced by ``root_rot``).
+
+        With ``next_pose = (root_pos, root_rot, lrot)`` and ``dt`` s, the initial velocities are
+        the finite differences to that pose; else the body starts at rest.
+        """
+        root_pos, root_rot, lrot = self._check(root_pos, root_rot, lrot)
+        v = w = ja = None
+        if next_pose is not None:
+            if dt is None or dt <= 0:
+                raise ValueError("reset: next_pose needs dt > 0")
+            p1, r1, l1 = self._check(*next_pose)
+            v = (p1 - root_pos) / dt
+            w = _ang_vel(root_rot, r1, dt, local=False)
+            ja = _ang_vel(lrot, l1, dt, local=True)
+        self.char.reset(root_pos, lrot, v, w, ja)
+        self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
+                     np.zeros(3) if w is None else w)
+        self.ref_height0 = root_pos[2]
+        self.frame, self.time, self._low = 0, 0.0, 0.0
+        self.fallen, self.falls = False, []
+
+    # --- one frame ------------------------------------------------------------------------
+
+    def step(self, ref_root_pos, ref_root_rot, ref_lrot, dt: float):
+        """Simulate ``dt`` seconds toward the reference pose (``(3,)``, ``(4,)``, ``(J, 4)``).
+
+        Returns ``(sim_root_pos (3,), sim_root_rot (4,), sim_lrot (J, 4), info)``; ``info`` has
+        ``assist_force_n``, ``assist_torque_nm`` (mean magnitudes over the sub-steps),
+        ``contacts (2,)`` bool (left, right foot on the ground), ``penetration_m``,
+        ``fallen`` (bool, the fall rule holds now) and ``fall`` (a new fall event or ``None``).
+        """
+        if self._ref is None:
+            raise RuntimeError("Tracker.step before reset")
+        if dt <= 0:
+            raise ValueError(f"dt must be > 0, got {dt}")
+        p, c, b, s = self.p, self.char.client, self.char.body, self.s
+        pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
+        pos0, rot0, lrot0, _, _ = self._ref
+        rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
+        vel1 = (pos1 - pos0) / dt
+        ang1 = _ang_vel(rot0, rot1, dt, local=False)
+        jvel = _ang_vel(lrot0, lrot1, dt, local=True)
+        self._ref = (pos1, rot1, lrot1, vel1, ang1)
+
+        p.setJointMotorControlMultiDofArray(
+            b, self.char.links, p.POSITION_CONTROL, targetPositions=lrot1[1:].tolist(),
+            targetVelocities=jvel[1:].tolist(), positionGains=self._kp, velocityGains=self._kd,
+            forces=self._forces, physicsClientId=c)
+
+        n = max(1, int(round(dt / s.timestep)))
+        fsum = tsum = 0.0
+        assist = self.mode == "assist"
+        for k in range(n):
+            if assist:
+                a = (k + 1) / n            # the reference, interpolated across the frame
+                tp = pos0 + a * (pos1 - pos0)
+                tr = quat.slerp(rot0, rot1, a)
+                x, q, v, w = self.char.base_state()
+                f = self.mass * (s.assist_kp * (tp - x) + s.assist_kd * (vel1 - v))
+                f = _clamp(f, s.assist_max_force)
+                err = quat.to_scaled_axis(quat.abs_w(quat.mul(tr, quat.conj(q))))
+                t = s.assist_rot_kp * err + s.assist_rot_kd * (ang1 - w)
+                t = _clamp(t, s.assist_max_torque)
+                p.applyExternalForce(b, -1, f.tolist(), x.tolist(), p.WORLD_FRAME,
+                                     physicsClientId=c)
+                p.applyExternalTorque(b, -1, t.tolist(), p.WORLD_FRAME, physicsClientId=c)
+                fsum += float(np.sqrt(f @ f))
+                tsum += float(np.sqrt(t @ t))
+            p.stepSimulation(physicsClientId=c)
+
+        root, lrot = self.char.pose()
+        feet, pen = self.char.contacts()
+        head_z = p.getLinkState(b, self.head - 1, physicsClientId=c)[4][2]
+        self.frame += 1
+        self.time += n * s.timestep
+        low = root[2] < s.fall_root_ratio * pos1[2] or head_z < s.fall_head_height
+        self._low = self._low + n * s.timestep if low else 0.0
+        event = None
+        now_fallen = self._low > s.fall_seconds
+        if now_fallen and not self.fallen:
+            start = self.time - self._low
+            event = {"frame": self.frame - 1, "time_s": round(self.time, 4),
+                     "since_s": round(start, 4),
+                     "reason": "head low" if head_z < s.fall_head_height else "root low"}
+            self.falls.append(event)
+        self.fallen = now_fallen
+        info = {"assist_force_n": fsum / n, "assist_torque_nm": tsum / n, "contacts": feet,
+                "penetration_m": pen, "head_height_m": head_z, "fallen": now_fallen,
+                "fall": event}
+        return root, lrot[0].copy(), lrot, info
+
+    def close(self) -> None:
+        self.char.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# whole motions
+
+@dataclass(frozen=True, eq=False)
+class TrackResult:
+    """The outcome of ``track``; per-frame arrays ``(F, …)`` aligned with ``motion``.
+
+    Attributes:
+        motion: the simulated ``Motion`` (reference skeleton and fps).
+        reference: the (template-skeleton) reference it followed.
+        mode: ``"assist"`` or ``"physical"``.
+        tracking_error_m: ``(F,)`` mean distance of joint positions, simulated vs reference.
+        assist_force_n, assist_torque_nm: ``(F,)`` root assist magnitudes (0 when physical).
+        penetration_mm: ``(F,)`` deepest ground penetration of any contact point.
+        contacts: ``(F, 2)`` bool, left/right foot touching the ground (from the simulation).
+        falls: list of ``{"frame", "time_s", "since_s", "reason"}``.
+        seconds: wall time of the simulation loop.
+    """
+
+    motion: Motion
+    reference: Motion
+    mode: str
+    tracking_error_m: np.ndarray
+    assist_force_n: np.ndarray
+    assist_torque_nm: np.ndarray
+    penetration_mm: np.ndarray
+    contacts: np.ndarray
+    falls: list = field(default_factory=list)
+    seconds: float = 0.0
+    foot_joints: tuple = ()
+
+    def foot_skate_mm(self) -> np.ndarray:
+        """``(F,)`` mm: horizontal travel of each simulated foot (ankle joint) from the previous
+        frame while that foot is in contact in both frames; the max over the two feet."""
+        gpos = self.motion.gpos
+        out = np.zeros(self.motion.n_frames)
+        for side, j in enumerate(self.foot_joints):
+            d = np.linalg.norm(np.diff(gpos[:, j, :2], axis=0), axis=-1) * 1e3
+            on = self.contacts[1:, side] & self.contacts[:-1, side]
+            out[1:] = np.maximum(out[1:], np.where(on, d, 0.0))
+        return out
+
+    def report(self) -> dict:
+        F = self.motion.n_frames
+        skate = self.foot_skate_mm()
+        on = (self.contacts[1:] & self.contacts[:-1]).any(axis=1)
+        return {
+            "mode": self.mode,
+            "frames": F,
+            "duration_s": round(self.motion.duration, 3),
+            "tracking_error_m": float(np.mean(self.tracking_error_m)),
+            "tracking_error_max_m": float(np.max(self.tracking_error_m)),
+            "root_assist_force_mean_n": float(np.mean(self.assist_force_n)),
+            "root_assist_force_max_n": float(np.max(self.assist_force_n)),
+            "root_assist_torque_mean_nm": float(np.mean(self.assist_torque_nm)),
+            "root_assist_torque_max_nm": float(np.max(self.assist_torque_nm)),
+            "penetration_max_mm": float(np.max(self.penetration_mm)),
+            "foot_skate_mm": float(np.mean(skate[1:][on])) if on.any() else 0.0,
+            "contact_fraction": [float(x) for x in self.contacts.mean(axis=0)],
+            "falls": list(self.falls),
+            "frames_per_second": F / self.seconds if self.seconds > 0 else float("inf"),
+        }
+
+
+def _on_template(motion: Motion, body: BodyTemplate) -> Motion:
+    sk = body.skeleton
+    if motion.skeleton.same_structure(sk):
+        if not np.allclose(motion.skeleton.offsets[1:], sk.offsets[1:], atol=1e-6):
+            raise ShapeError("track: the motion has the template's joints but other limb "
+                             "lengths; retarget it: retarget(motion, body.skeleton)")
+        return motion
+    raise ShapeError(
+        f"track: the motion's skeleton ({len(motion.skeleton)} joints: "
+        f"{', '.join(motion.skeleton.names[:5])}, …) is not the body template "
+        f"{body.name!r}; retarget it first: retarget(motion, load_body().skeleton)")
+
+
+def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
+          settings: TrackingSettings = TrackingSettings(), progress=None,
+          loops: int = 1) -> TrackResult:
+    """Simulate the body following ``motion`` (on the template's skeleton).
+
+    Args:
+        motion: the reference, on ``body.skeleton`` (``retarget`` other skeletons first).
+        body: the body template (default: the shipped ``humanoid``).
+        mode: ``"assist"`` (bounded root force/torque toward the reference root) or
+            ``"physical"`` (joint torques only).
+        settings: ``TrackingSettings``.
+        progress: optional ``progress(stage, done, total)`` callback.
+        loops: play the reference this many times in a row (a walk cycle shifted by its own
+            root displacement each time, for long physical tests); ``1`` = as is.
+    Returns:
+        a ``TrackResult``.
+    """
+    body = body or load_body()
+    if mode not in MODES:
+        raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
+    ref = _on_template(motion, body)
+    if ref.n_frames < 2:
+        raise ShapeError("track: the reference needs at least 2 frames")
+    if loops > 1:
+        ref = loop_motion(ref, loops)
+    if settings.level_feet:
+        ref = level_feet(ref, body)
+    if settings.ground_reference:
+        ref = ground_motion(ref, body)
+    F, dt = ref.n_frames, 1.0 / ref.fps
+    root = np.empty((F, 3))
+    lrot = np.empty((F, len(body), 4))
+    force = np.zeros(F)
+    torque = np.zeros(F)
+    pen = np.zeros(F)
+    contacts = np.zeros((F, 2), bool)
+    tr = Tracker(body, mode, settings)
+    try:
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0],
+                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1]), dt=dt)
+        root[0], lrot[0] = tr.char.pose()
+        contacts[0], pen[0] = tr.char.contacts()
+        t0 = time.perf_counter()
+        for f in range(1, F):
+            rp, rr, lr, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], dt)
+            root[f], lrot[f] = rp, lr
+            force[f], torque[f] = info["assist_force_n"], info["assist_torque_nm"]
+            contacts[f], pen[f] = info["contacts"], info["penetration_m"]
+            if progress is not None and (f % 120 == 0 or f == F - 1):
+                progress("track", f + 1, F)
+        seconds = time.perf_counter() - t0
+        falls = list(tr.falls)
+    finally:
+        tr.close()
+    sim = Motion(ref.skeleton, ref.fps, root, quat.normalize(lrot),
+                 {"source": f"physics playback ({mode})"})
+    err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
+    feet = tuple(body.index(n) for n in ("LeftFoot", "RightFoot"))
+    # frame 0 is the reset pose, not simulated: report steps 1.. for timing
+    return TrackResult(sim, ref, mode, err, force, torque, pen * 1e3, contacts, falls,
+                       seconds * F / max(F - 1, 1), feet)
+
+
+def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
+    """Joint indices ``(K,)`` and points ``(K, 3)`` (in each joint's frame) of the foot
+    collision boxes' bottom corners (see ``character.Character``)."""
+    from .character import foot_box
+    joints, pts = [], []
+    for side in Character.feet_of(body):
+        for j in side:
+            half, ctr = foot_box(body, j)
+            for sx in (-1, 1):
+                for sy in (-1, 1):
+                    joints.append(j)
+                    pts.append([ctr[0] + sx * half[0], ctr[1] + sy * half[1], ctr[2] - half[2]])
+    return np.array(joints), np.array(pts)
+
+
+def level_feet(motion: Motion, body: BodyTemplate) -> Motion:
+    """``motion`` with each ``*Foot`` joint twisted about its bone so that the foot's sole normal
+    (its rest +Z) is as close to world up as the bone direction allows. Toes follow the foot."""
+    from .character import _segment
+    lrot = np.array(motion.lrot)
+    grot = motion.grot
+    up = np.array([0.0, 0.0, 1.0])
+    for side in foot_joints(body):
+        j = side[0]
+        seg = _segment(body, j)
+        seg = seg / max(np.linalg.norm(seg), 1e-9)
+        g = grot[:, j]
+        b = quat.rotate(g, np.broadcast_to(seg, (len(g), 3)))
+        n = quat.rotate(g, np.broadcast_to(up, (len(g), 3)))
+        n_p = n - np.sum(n * b, -1, keepdims=True) * b
+        u_p = up - b * b[:, 2:3]
+        ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
+        g2 = quat.mul(quat.from_axis_angle(b, ang), g)
+        par = body.skeleton.parents[j]
+        lrot[:, j] = quat.mul(quat.conj(grot[:, par]), g2)
+    return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
+                  dict(motion.meta, level_feet=True))
+
+
+def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1) -> Motion:
+    """``motion`` with its root moved vertically so the lowest sole point is at z = 0 in each
+    frame (the offset smoothed with a ``smooth_s`` moving average)."""
+    joints, pts = sole_points(body)
+    z = (motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts))[..., 2]
+    off = -z.min(axis=1)
+    w = max(1, int(round(smooth_s * motion.fps)))
+    if w > 1 and len(off) > w:
+        pad = np.pad(off, (w // 2, w - 1 - w // 2), mode="edge")
+        off = np.convolve(pad, np.ones(w) / w, mode="valid")
+    root = np.array(motion.root_pos)
+    root[:, 2] += off
+    return Motion(motion.skeleton, motion.fps, root, motion.lrot,
+                  dict(motion.meta, grounded=True))
+
+
+def loop_motion(motion: Motion, loops: int) -> Motion:
+    """``motion`` played ``loops`` times, each repeat moved (horizontally, and turned about Z)
+    so it starts where the previous one ended. Meant for walk cycles; the seam is not blended."""
+    from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
+    F = motion.n_frames
+    root = [motion.root_pos]
+    lrot = [motion.lrot]
+    end_pos, end_rot = motion.root_pos[-1].copy(), motion.lrot[-1, 0]
+    for _ in range(loops - 1):
+        dyaw = float(yaw_of(end_rot)) - float(yaw_of(motion.lrot[0, 0]))
+        qz = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), dyaw)
+        rel = motion.root_pos[1:] - motion.root_pos[0]
+        rel[:, 2] = 0.0
+        pos = quat.rotate(qz, rel) + np.array([end_pos[0], end_pos[1], 0.0])
+        pos[:, 2] = motion.root_pos[1:, 2]
+        lr = np.array(motion.lrot[1:])
+        lr[:, 0] = quat.mul(qz, lr[:, 0])
+        root.append(pos)
+        lrot.append(lr)
+        end_pos, end_rot = pos[-1], lr[-1, 0]
+    return Motion(motion.skeleton, motion.fps, np.concatenate(root), np.concatenate(lrot),
+                  dict(motion.meta, looped=loops))
+
+
+# --------------------------------------------------------------------------------------------
+# per-frame retargeting (for live coupling with a controller on another skeleton)
+
+class FrameRetargeter:
+    """``matching.retarget.retarget`` one frame at a time.
+
+    The correction quaternions (source rest bone -> target rest bone) are computed once; each
+    call maps a source pose ``(root_pos (3,), lrot (J_s, 4))`` to the target's
+    ``(root_pos (3,), lrot (J_t, 4))``. The root is scaled by ``ratio`` about ``floor`` as
+    ``retarget`` does (use ``from_motion`` to take both from a clip, as ``retarget`` would).
+    """
+
+    def __init__(self, source: Skeleton, target: Skeleton, ratio: float = 1.0,
+                 floor: float = 0.0, name_map: dict | None = None):
+        from ..matching.retarget import HUMANOID_NAME_MAP, _rest_bone_dirs
+        from ..errors import UnknownNameError, known_list
+        mapping = {n: n for n in source.names if n in target.names}
+        for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
+            if s_name in source.names and t_name in target.names:
+                mapping[s_name] = t_name
+        if target.names[0] not in mapping.values():
+            raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source "
+                                   f"joint; source joints: {known_list(source.names)}")
+        d_s, d_t = _rest_bone_dirs(source), _rest_bone_dirs(target)
+        J = len(target)
+        self.src_index = np.full(J, -1)
+        self.corr = quat.identity((J,))
+        for s_name, t_name in mapping.items():
+            js, jt = source.index(s_name), target.index(t_name)
+            self.src_index[jt] = js
+            if np.any(d_t[jt]) and np.any(d_s[js]):
+                self.corr[jt] = quat.between(d_t[jt], d_s[js])
+        self.source, self.target = source, target
+        self.ratio, self.floor = float(ratio), float(floor)
+
+    @classmethod
+    def from_motion(cls, motion: Motion, target: Skeleton, name_map: dict | None = None
+                    ) -> "FrameRetargeter":
+        h_s = np.median(motion.gpos[:, 0, 2]) - np.min(motion.gpos[..., 2])
+        h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
+        return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
+                   float(np.min(motion.gpos[..., 2])), name_map)
+
+    def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
+        sk = self.source
+        lrot = np.asarray(lrot, float)
+        gs = np.empty_like(lrot)
+        gs[0] = lrot[0]
+        for j in range(1, len(sk)):
+            gs[j] = quat.mul(gs[sk.parents[j]], lrot[j])
+        J = len(self.target)
+        gt = np.empty((J, 4))
+        out = quat.identity((J,))
+        par = self.target.parents
+        for j in range(J):
+            js = self.src_index[j]
+            if js >= 0:
+                gt[j] = quat.mul(gs[js], self.corr[j])
+                out[j] = gt[j] if par[j] < 0 else quat.mul(quat.conj(gt[par[j]]), gt[j])
+            else:
+                gt[j] = gt[par[j]] if par[j] >= 0 else quat.identity()
+        r = np.asarray(root_pos, float)
+        root = np.array([r[0] * self.ratio, r[1] * self.ratio, (r[2] - self.floor) * self.ratio])
+        return root, quat.normalize(out)

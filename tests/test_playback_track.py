@@ -1,0 +1,148 @@
+"""Physical playback (``physmocap.playback``): the API, standing, falling, errors, and the
+walking figures (measured; the 3 cm target is not met yet, see the xfail)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from physmocap import quat
+from physmocap.errors import ShapeError
+from physmocap.motion import Motion
+from physmocap.playback import (FrameRetargeter, Tracker, TrackingSettings, track)
+from physmocap.scene import load_body
+
+
+@pytest.fixture(scope="module")
+def body():
+    return load_body()
+
+
+def standing(body, seconds=1.0, fps=60.0):
+    F = int(seconds * fps)
+    lrot = quat.identity((F, len(body)))
+    root = np.tile(body.skeleton.offsets[0], (F, 1))
+    return Motion(body.skeleton, fps, root, lrot)
+
+
+def test_tracker_reset_step_shapes(body):
+    with Tracker(body, "assist") as tr:
+        lrot = quat.identity((len(body),))
+        tr.reset(body.skeleton.offsets[0], lrot[0], lrot)
+        rp, rr, lr, info = tr.step(body.skeleton.offsets[0], lrot[0], lrot, 1 / 60)
+        assert rp.shape == (3,) and rr.shape == (4,) and lr.shape == (len(body), 4)
+        assert np.allclose(np.linalg.norm(lr, axis=-1), 1.0)
+        assert set(info) >= {"assist_force_n", "assist_torque_nm", "contacts", "penetration_m",
+                             "fallen", "fall"}
+        assert info["contacts"].shape == (2,) and info["contacts"].all()
+        assert tr.frame == 1 and abs(tr.time - 1 / 60) < 1e-9
+
+
+def test_tracker_errors(body):
+    tr = Tracker(body, "assist")
+    lrot = quat.identity((len(body),))
+    with pytest.raises(RuntimeError):
+        tr.step(np.zeros(3), lrot[0], lrot, 1 / 60)          # step before reset
+    with pytest.raises(ShapeError, match="expected"):
+        tr.reset(np.zeros(3), lrot[0], lrot[:5])
+    tr.reset(body.skeleton.offsets[0], lrot[0], lrot)
+    with pytest.raises(ValueError):
+        tr.step(np.zeros(3), lrot[0], lrot, 0.0)
+    tr.close()
+    with pytest.raises(ValueError, match="known: assist, physical"):
+        Tracker(body, "puppet")
+
+
+def test_track_result_shapes_and_report(body):
+    ref = standing(body, 0.5)
+    r = track(ref, body, "assist")
+    F = ref.n_frames
+    assert r.motion.n_frames == F and r.motion.fps == ref.fps
+    assert r.motion.skeleton is ref.skeleton
+    for a in (r.tracking_error_m, r.assist_force_n, r.assist_torque_nm, r.penetration_mm):
+        assert a.shape == (F,)
+    assert r.contacts.shape == (F, 2) and r.contacts.dtype == bool
+    rep = r.report()
+    for k in ("tracking_error_m", "root_assist_force_mean_n", "root_assist_force_max_n",
+              "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second"):
+        assert k in rep
+
+
+def test_standing_stays_standing_with_tiny_assist(body):
+    r = track(standing(body, 2.0), body, "assist")
+    rep = r.report()
+    assert rep["tracking_error_m"] < 0.01
+    assert rep["root_assist_force_max_n"] < 30.0           # 1 kg-weight is 9.8 N
+    assert rep["penetration_max_mm"] < 5.0
+    assert r.contacts[5:].all()
+    assert rep["falls"] == []
+
+
+def test_zero_gains_fall_detected_in_physical_mode(body):
+    limp = TrackingSettings(joint_max_torque=0.0, joint_min_torque=0.0)
+    r = track(standing(body, 2.0), body, "physical", limp)
+    assert r.falls, "a limp body must fall"
+    f = r.falls[0]
+    assert 0.5 < f["time_s"] < 2.0 and f["reason"] in ("head low", "root low")
+    assert r.motion.gpos[-1, body.index("Head"), 2] < 0.6
+
+
+def test_assist_clamped(body):
+    s = TrackingSettings(assist_max_force=50.0, assist_max_torque=20.0)
+    ref = standing(body, 0.5)
+    root = np.array(ref.root_pos)
+    root[2:, 0] += 0.5                                     # the reference jumps 0.5 m away
+    r = track(Motion(ref.skeleton, ref.fps, root, ref.lrot), body, "assist", s)
+    assert r.assist_force_n.max() <= 50.0 + 1e-6
+    assert r.assist_torque_nm.max() <= 20.0 + 1e-6
+    assert r.assist_force_n[3:].min() > 40.0               # saturated: far from the target
+
+
+def test_wrong_skeleton_rejected(body, data_dir):
+    from physmocap.io.bvh import read_bvh
+    m = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    with pytest.raises(ShapeError, match="retarget"):
+        track(m, body)
+    with pytest.raises(ValueError, match="known"):
+        track(standing(body, 0.2), body, mode="ghost")
+
+
+def test_frame_retargeter_matches_retarget(body, data_dir):
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    nm = bandai_names(src)
+    whole = retarget(src, body.skeleton, name_map=nm)
+    fr = FrameRetargeter.from_motion(src, body.skeleton, name_map=nm)
+    for f in (0, 50, 200):
+        rp, lr = fr(src.root_pos[f], src.lrot[f])
+        assert np.allclose(rp, whole.root_pos[f], atol=1e-9)
+        assert np.all(quat.angle(lr, whole.lrot[f]) < 1e-6)
+
+
+def bandai_names(src):
+    """Bandai-Namco joint names (``UpperLeg_L``) -> HumanBodyBones (``LeftUpperLeg``)."""
+    return {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
+            for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
+
+
+def test_walk_figures_measured(body):
+    """The demo walk in both modes: the figures are printed (pytest -s) and sanity-checked."""
+    from physmocap.demo import make_demo_capture
+    _, truth = make_demo_capture()
+    for mode in ("assist", "physical"):
+        rep = track(truth, body, mode).report()
+        print(mode, {k: rep[k] for k in ("tracking_error_m", "root_assist_force_mean_n",
+                                          "root_assist_force_max_n", "penetration_max_mm",
+                                          "foot_skate_mm", "falls", "frames_per_second")})
+        assert np.isfinite(rep["tracking_error_m"])
+        assert rep["root_assist_force_max_n"] <= 500.0 + 1e-6
+        assert rep["penetration_max_mm"] < 30.0
+
+
+@pytest.mark.xfail(strict=True, reason="retargeted walks slide their stance feet ~0.15 m/s; "
+                   "with planted feet the bounded root assist cannot follow (see report)")
+def test_walk_assist_within_3cm(body):
+    from physmocap.demo import make_demo_capture
+    _, truth = make_demo_capture()
+    rep = track(truth, body, "assist").report()
+    assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
