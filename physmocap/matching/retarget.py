@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
+from ..conventions import up_to_zup_matrix
 from ..errors import UnknownNameError, known_list
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
-__all__ = ["retarget", "HUMANOID_NAME_MAP"]
+__all__ = ["retarget", "corrections", "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -53,6 +54,46 @@ def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:
     return out
 
 
+def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None,
+                up: str = "z", source_rest: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per target joint: the source joint that drives it (``(J_t,)``, -1 = none) and the constant
+    ``P (J_t, 4)`` with ``G_t(f) = G_s(f) · P`` (``P = G_s(rest)^-1 · C``, C turning the target's
+    rest bone onto the source's rest bone in the world).
+
+    ``up``: the source file's up axis (its rest pose has the root turned by that conversion);
+    ``source_rest``: ``(J_s, 4)`` explicit rest local rotations instead.
+    """
+    mapping = {n: n for n in source.names if n in target.names}
+    for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
+        if s_name in source.names and t_name in target.names:
+            mapping[s_name] = t_name
+    if target.names[0] not in mapping.values():
+        raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source joint"
+                               f"; source joints: {known_list(source.names)}")
+    if source_rest is None:
+        # The file's rest pose (every rotation identity *in the file*) has, in our Z-up world,
+        # the root turned by the up-axis conversion the reader applied.
+        rest = quat.identity((1, len(source)))
+        rest[0, 0] = quat.from_matrix(up_to_zup_matrix(up or "z"))
+    else:
+        rest = np.asarray(source_rest, float)[None]
+    g_rest = forward_kinematics(source, rest, np.zeros((1, 3)))[1][0]          # (J_s, 4)
+    d_s_world = quat.rotate(g_rest, _rest_bone_dirs(source))
+    d_t = _rest_bone_dirs(target)
+    src_index = np.full(len(target), -1)
+    pre = quat.identity((len(target),))
+    for s_name, t_name in mapping.items():
+        js, jt = source.index(s_name), target.index(t_name)
+        src_index[jt] = js
+        # Aligning in the source joint's own frame instead would add the source rest frame's
+        # rotation (a Y-up file's 90 degrees) as a roll about the bone.
+        c = quat.between(d_t[jt], d_s_world[js]) if np.any(d_t[jt]) and np.any(d_s_world[js]) \
+            else quat.identity()
+        pre[jt] = quat.mul(quat.conj(g_rest[js]), c)
+    return src_index, pre
+
+
 def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None = None,
              source_rest: np.ndarray | None = None) -> Motion:
     """Drive ``target`` with ``source``'s motion.
@@ -61,42 +102,23 @@ def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None =
         source: the motion to copy.
         target: the skeleton to animate; its rest pose has identity rotations.
         name_map: source joint name -> target joint name; names equal in both map themselves.
-        source_rest: ``(J_s, 4)`` source local rotations of its rest pose (default identity).
+        source_rest: ``(J_s, 4)`` source local rotations of its rest pose (default: identity
+            in the source file, i.e. the root turned by the up-axis conversion in ``meta['up']``).
     Returns:
         a ``Motion`` on ``target`` with the source's rate.
     """
-    sk_s = source.skeleton
-    mapping = {n: n for n in sk_s.names if n in target.names}
-    for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
-        if s_name in sk_s.names and t_name in target.names:
-            mapping[s_name] = t_name
-    if target.names[0] not in mapping.values():
-        raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source joint"
-                               f"; source joints: {known_list(sk_s.names)}")
+    src_index, pre = corrections(source.skeleton, target, name_map,
+                                 source.meta.get("up") or "z", source_rest)
     F = source.n_frames
-    rest_s = quat.identity((1, len(sk_s))) if source_rest is None else source_rest[None]
-    g_rest_s = forward_kinematics(sk_s, rest_s, np.zeros((1, 3)))[1][0]     # (J_s, 4)
-    d_s = _rest_bone_dirs(sk_s)
-    d_t = _rest_bone_dirs(target)
-    # source rest bone directions in the world
-    d_s_world = quat.rotate(g_rest_s, d_s)
     g_t = np.empty((F, len(target), 4))
-    mapped = np.zeros(len(target), bool)
-    for s_name, t_name in mapping.items():
-        js, jt = sk_s.index(s_name), target.index(t_name)
-        if np.any(d_t[jt]) and np.any(d_s_world[js]):
-            c = quat.between(d_t[jt], quat.inv_rotate(g_rest_s[js], d_s_world[js]))
-        else:
-            c = quat.identity()
-        g_t[:, jt] = quat.mul(quat.mul(source.grot[:, js], quat.conj(g_rest_s[js])),
-                              quat.mul(g_rest_s[js], c))
-        mapped[jt] = True
     lrot = quat.identity((F, len(target)))
     for j in range(len(target)):
         p = target.parents[j]
-        if not mapped[j]:
+        js = src_index[j]
+        if js < 0:
             g_t[:, j] = g_t[:, p] if p >= 0 else quat.identity((F,))
             continue
+        g_t[:, j] = quat.mul(source.grot[:, js], pre[j])
         lrot[:, j] = g_t[:, j] if p < 0 else quat.mul(quat.conj(g_t[:, p]), g_t[:, j])
     # Root trajectory scaled by hip height (leg length) ratio.
     root_s = source.root_pos

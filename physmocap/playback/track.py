@@ -496,25 +496,9 @@ class FrameRetargeter:
     """
 
     def __init__(self, source: Skeleton, target: Skeleton, ratio: float = 1.0,
-                 floor: float = 0.0, name_map: dict | None = None):
-        from ..matching.retarget import HUMANOID_NAME_MAP, _rest_bone_dirs
-        from ..errors import UnknownNameError, known_list
-        mapping = {n: n for n in source.names if n in target.names}
-        for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
-            if s_name in source.names and t_name in target.names:
-                mapping[s_name] = t_name
-        if target.names[0] not in mapping.values():
-            raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source "
-                                   f"joint; source joints: {known_list(source.names)}")
-        d_s, d_t = _rest_bone_dirs(source), _rest_bone_dirs(target)
-        J = len(target)
-        self.src_index = np.full(J, -1)
-        self.corr = quat.identity((J,))
-        for s_name, t_name in mapping.items():
-            js, jt = source.index(s_name), target.index(t_name)
-            self.src_index[jt] = js
-            if np.any(d_t[jt]) and np.any(d_s[js]):
-                self.corr[jt] = quat.between(d_t[jt], d_s[js])
+                 floor: float = 0.0, name_map: dict | None = None, up: str = "z"):
+        from ..matching.retarget import corrections
+        self.src_index, self.pre = corrections(source, target, name_map, up)
         self.source, self.target = source, target
         self.ratio, self.floor = float(ratio), float(floor)
 
@@ -524,7 +508,7 @@ class FrameRetargeter:
         h_s = np.median(motion.gpos[:, 0, 2]) - np.min(motion.gpos[..., 2])
         h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
         return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
-                   float(np.min(motion.gpos[..., 2])), name_map)
+                   float(np.min(motion.gpos[..., 2])), name_map, motion.meta.get("up") or "z")
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
@@ -540,7 +524,7 @@ class FrameRetargeter:
         for j in range(J):
             js = self.src_index[j]
             if js >= 0:
-                gt[j] = quat.mul(gs[js], self.corr[j])
+                gt[j] = quat.mul(gs[js], self.pre[j])
                 out[j] = gt[j] if par[j] < 0 else quat.mul(quat.conj(gt[par[j]]), gt[j])
             else:
                 gt[j] = gt[par[j]] if par[j] >= 0 else quat.identity()
