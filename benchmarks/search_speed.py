@@ -1,14 +1,21 @@
-"""Motion-matching search speed: physmocap's exact SearchIndex against brute-force numpy and
-scipy's cKDTree, in one run, per query (median of N passes), single queries and batches.
+"""Motion-matching search speed: physmocap's exact SearchIndex (numba backend, and the pure-numpy
+fallback) against brute-force numpy and scipy's cKDTree, in one run, per query (median of N
+passes), single queries and batches.
 
-    python benchmarks/search_speed.py [--repeats 3] [--big 1000000] [--synthetic]
+    python benchmarks/search_speed.py [--repeats 3] [--big 1000000] [--synthetic] [--no-mirror]
 
 Databases: (1) about 12 minutes at 60 fps (~43 000 frames): real Bandai-Namco locomotion features
 (physmocap.matching build_database + compute_features) when they build, else synthetic structured
-data (the script says which); (2) a synthetic structured database of ``--big`` frames.
+data (the script says which); (2) up to ~100 000 frames: Bandai-Namco clips plus their mirrors
+(``build_database(mirror=True)``; the 145 ds2 clips give 86 874 frames), unless --no-mirror or
+--synthetic; (3) a synthetic
+structured database of ``--big`` frames.
 Queries: "real-like" = random valid database rows + N(0, sigma) in normalised units (a trajectory
-edit), sigma 0.1 / 0.3 / 0.5; and uniform in [-2, 2]^D. Every method is checked against the
-reference on the timed queries (the index must return the same frames; the tree the same costs).
+edit), sigma 0.1 / 0.3 / 0.5; uniform in [-2, 2]^D; and "ctrl s=0.1": the controller's call -- a
+real-like query with its row as the current frame, exclude_radius=20 and best_cost = the row's own
+cost (cKDTree has no exclusion or bound: its columns are the plain search of the same queries).
+Every method is checked against the reference on the timed queries (the index must return the same
+frames and bit-identical costs; the tree the same costs to 1e-4).
 """
 from __future__ import annotations
 
@@ -48,8 +55,9 @@ def synthetic(n: int, d: int = 27, seed: int = 0):
     return X, starts, stops, valid
 
 
-def real_features(target_frames: int):
-    """Bandai-Namco normal locomotion features, about ``target_frames`` frames at 60 fps."""
+def real_features(target_frames: int, mirror: bool = False):
+    """Bandai-Namco normal locomotion features, about ``target_frames`` frames at 60 fps (half of
+    them mirrored copies with ``mirror``)."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching import build_database, compute_features, valid_mask
 
@@ -58,10 +66,15 @@ def real_features(target_frames: int):
     for f in files:
         m = read_bvh(f)
         motions.append(m)
-        frames += m.n_frames * 60.0 / m.fps
+        frames += m.n_frames * 60.0 / m.fps * (2 if mirror else 1)
         if frames >= target_frames:
             break
-    db = build_database(motions, fps=60.0)
+    db = build_database(motions, fps=60.0, mirror=mirror)
+    # the database can hold fewer frames than the clips' count (resampling); top it up
+    while db.n_frames < 0.97 * target_frames and len(motions) < len(files):
+        extra = max(1, int(len(motions) * (target_frames / db.n_frames - 1)) + 1)
+        motions += [read_bvh(f) for f in files[len(motions):len(motions) + extra]]
+        db = build_database(motions, fps=60.0, mirror=mirror)
     feats = compute_features(db)
     return (np.asarray(feats.X, np.float32), np.asarray(db.range_starts),
             np.asarray(db.range_stops), np.asarray(valid_mask(db, feats.spec)), len(motions))
@@ -69,16 +82,32 @@ def real_features(target_frames: int):
 
 def query_sets(X, valid, n, rng):
     rows = rng.choice(np.flatnonzero(valid), n)
-    out = {f"real s={s}": X[rows] + s * rng.normal(size=(n, X.shape[1])) for s in (0.1, 0.3, 0.5)}
-    out["uniform"] = rng.uniform(-2, 2, size=(n, X.shape[1]))
+    out = {f"real s={s}": (X[rows] + s * rng.normal(size=(n, X.shape[1])), None)
+           for s in (0.1, 0.3, 0.5)}
+    out["uniform"] = (rng.uniform(-2, 2, size=(n, X.shape[1])), None)
+    Q = X[rows] + 0.1 * rng.normal(size=(n, X.shape[1]))
+    own = ((X[rows].astype(np.float64) - Q) ** 2).sum(1)
+    out["ctrl s=0.1"] = (Q, (rows, own))
     return out
+
+
+def window(starts, stops, current, radius, n):
+    """``(Q, N)`` bool exclusion windows (same clip, |i - current| <= radius)."""
+    ex = np.zeros((len(current), n), bool)
+    clip = np.searchsorted(stops, current, side="right")
+    for k, (c, ci) in enumerate(zip(current, clip)):
+        ex[k, max(c - radius, starts[ci]):min(c + radius, stops[ci] - 1) + 1] = True
+    return ex
 
 
 def bench(name, X, starts, stops, valid, n_batch, n_single, repeats, n_ref):
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
-    index = SearchIndex(X, valid, starts, stops)
+    index = SearchIndex(X, valid, starts, stops)            # numba when installed
     t_index = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    index_np = SearchIndex(X, valid, starts, stops, backend="numpy")
+    t_index_np = time.perf_counter() - t0
     rows = np.flatnonzero(valid)
     t0 = time.perf_counter()
     tree = cKDTree(X[rows])
@@ -91,26 +120,29 @@ def bench(name, X, starts, stops, valid, n_batch, n_single, repeats, n_ref):
         pass
     print(f"\n== {name}: {X.shape[0]} frames x {X.shape[1]} features, {valid.sum()} valid, "
           f"{len(starts)} clips")
-    print(f"build: SearchIndex {t_index:.2f} s, {index.nbytes / 1e6:.1f} MB "
-          f"(features {X.nbytes / 1e6:.1f} MB of it twice); cKDTree {t_tree:.2f} s"
+    print(f"build: SearchIndex[{index.backend}] {t_index:.2f} s, {index.nbytes / 1e6:.1f} MB; "
+          f"SearchIndex[numpy] {t_index_np:.2f} s, {index_np.nbytes / 1e6:.1f} MB "
+          f"(features {X.nbytes / 1e6:.1f} MB of each twice); cKDTree {t_tree:.2f} s"
           + (f", {tree_mb:.1f} MB pickled" if tree_mb else ""))
-    hdr = (f"{'queries':<12}{'brute ref':>11}{'numpy f32':>11}{'kd single':>11}{'kd batch':>10}"
-           f"{'idx single':>11}{'idx batch':>11}{'kd/idx batch':>13}{'kd/idx single':>14}"
-           f"{'bf/idx batch':>13}  agree")
-    print("us per query (median of %d passes); batch = %d queries at once, single = %d one by one"
-          % (repeats, n_batch, n_single))
+    hdr = (f"{'queries':<12}{'brute ref':>10}{'kd single':>10}{'kd batch':>9}"
+           f"{'idx single':>11}{'idx batch':>10}{'np single':>10}{'np batch':>9}"
+           f"{'kd/idx single':>14}{'kd/idx batch':>13}{'bf/idx batch':>13}  agree")
+    print(f"us per query (median of {repeats} passes); batch = {n_batch} queries at once, single "
+          f"= {n_single} one by one (np: a quarter of them); idx = SearchIndex[{index.backend}], "
+          f"np = SearchIndex[numpy]")
     print(hdr)
-    for qname, Q in query_sets(X, valid, n_batch, rng).items():
+    for qname, (Q, ctrl) in query_sets(X, valid, n_batch, rng).items():
+        if ctrl is None:
+            kw = [{} for _ in range(len(Q))]
+            kwb = {}
+        else:
+            cur, own = ctrl
+            kw = [dict(current=int(c), exclude_radius=20, best_cost=float(o))
+                  for c, o in zip(cur, own)]
+            kwb = dict(current=cur, exclude_radius=20, best_cost=own)
         Qs = Q[:n_single]
         Qr = Q[:n_ref]
         t_ref = median_time(lambda: brute_force(X, Qr, valid), repeats)[0] / len(Qr)
-        Xv = X[rows]
-
-        def numpy_f32():
-            for q in Qs[: max(1, n_single // 4)]:
-                np.argmin(np.einsum("ij,ij->i", Xv - q.astype(np.float32),
-                                    Xv - q.astype(np.float32)))
-        t_np = median_time(numpy_f32, repeats)[0] / max(1, n_single // 4)
 
         def kd_single():
             for q in Qs:
@@ -118,19 +150,36 @@ def bench(name, X, starts, stops, valid, n_batch, n_single, repeats, n_ref):
         t_kds = median_time(kd_single, repeats)[0] / len(Qs)
         t_kdb = median_time(lambda: tree.query(Q), repeats)[0] / len(Q)
 
-        def idx_single():
-            for q in Qs:
-                index.search(q)
-        t_ixs = median_time(idx_single, repeats)[0] / len(Qs)
-        t_ixb = median_time(lambda: index.search_batch(Q), repeats)[0] / len(Q)
-        # correctness on the timed queries
-        ii, ic = index.search_batch(Qr)
-        bi, bc = brute_force(X, Qr, valid)
-        kd_d, _ = tree.query(Qr)
-        agree = np.array_equal(ii, bi) and np.allclose(kd_d ** 2, bc, rtol=1e-4, atol=1e-5)
-        print(f"{qname:<12}{t_ref * 1e6:>11.0f}{t_np * 1e6:>11.0f}{t_kds * 1e6:>11.0f}"
-              f"{t_kdb * 1e6:>10.0f}{t_ixs * 1e6:>11.0f}{t_ixb * 1e6:>11.0f}"
-              f"{t_kdb / t_ixb:>13.2f}{t_kds / t_ixs:>14.2f}{t_ref / t_ixb:>13.1f}  "
+        def idx_single(ix, m):
+            for q, k in zip(Qs[:m], kw):
+                ix.search(q, **k)
+        t_ixs = median_time(lambda: idx_single(index, n_single), repeats)[0] / len(Qs)
+        t_ixb = median_time(lambda: index.search_batch(Q, **kwb), repeats)[0] / len(Q)
+        m_np = max(1, n_single // 4)
+        t_nps = median_time(lambda: idx_single(index_np, m_np), repeats)[0] / m_np
+        t_npb = median_time(lambda: index_np.search_batch(Q, **kwb), repeats)[0] / len(Q)
+        # correctness on the timed queries: both backends equal brute force exactly
+        if ctrl is None:
+            bi, bc = brute_force(X, Qr, valid)
+            kr = {}
+        else:
+            bi, bc = brute_force(X, Qr, valid,
+                                 exclude=window(starts, stops, cur[:n_ref], 20, len(X)))
+            beat = bc < own[:n_ref]
+            bi, bc = np.where(beat, bi, -1), np.where(beat, bc, own[:n_ref])
+            kr = dict(current=cur[:n_ref], exclude_radius=20, best_cost=own[:n_ref])
+        agree = True
+        for ix in (index, index_np):
+            ii, ic = ix.search_batch(Qr, **kr)
+            agree &= np.array_equal(ii, bi) and np.array_equal(ic, bc)
+        singles = [index.search(q, **k) for q, k in zip(Qr, kw)]
+        agree &= singles == list(zip(bi.tolist(), bc.tolist()))
+        if ctrl is None:
+            kd_d, _ = tree.query(Qr)
+            agree &= np.allclose(kd_d ** 2, bc, rtol=1e-4, atol=1e-5)
+        print(f"{qname:<12}{t_ref * 1e6:>10.0f}{t_kds * 1e6:>10.0f}{t_kdb * 1e6:>9.0f}"
+              f"{t_ixs * 1e6:>11.1f}{t_ixb * 1e6:>10.1f}{t_nps * 1e6:>10.0f}{t_npb * 1e6:>9.0f}"
+              f"{t_kds / t_ixs:>14.2f}{t_kdb / t_ixb:>13.2f}{t_ref / t_ixb:>13.0f}  "
               f"{'yes' if agree else 'NO'}")
 
 
@@ -139,6 +188,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--big", type=int, default=1_000_000, help="frames of the large database")
     ap.add_argument("--synthetic", action="store_true", help="skip the real features")
+    ap.add_argument("--no-mirror", action="store_true",
+                    help="skip the ~100k-frame real database (Bandai-Namco + mirrors)")
     args = ap.parse_args()
     n12 = 43_000
     real = None
@@ -156,6 +207,14 @@ def main() -> None:
     else:
         bench("12 min, SYNTHETIC structured features", *synthetic(n12),
               n_batch=1000, n_single=100, repeats=args.repeats, n_ref=200)
+    if real is not None and not args.no_mirror:
+        t0 = time.perf_counter()
+        big_real = real_features(100_000, mirror=True)
+        print(f"\nreal features: {big_real[4]} Bandai-Namco clips + mirrors built in "
+              f"{time.perf_counter() - t0:.1f} s")
+        bench(f"~{big_real[0].shape[0] / 3600:.0f} min, REAL Bandai-Namco ds2 locomotion, "
+              f"clips + mirrored clips", *big_real[:4],
+              n_batch=1000, n_single=100, repeats=args.repeats, n_ref=100)
     bench(f"{args.big} frames, SYNTHETIC structured features", *synthetic(args.big),
           n_batch=200, n_single=20, repeats=args.repeats, n_ref=20)
 

@@ -1,5 +1,6 @@
 """Feature search: the accelerated index returns exactly the brute-force frame (ties to the lowest
-index), with exclusion windows, tags, valid masks, the best-cost shortcut and batches."""
+index), with exclusion windows, tags, valid masks, the best-cost shortcut and batches -- for both
+backends, the compiled one (numba) and the pure-numpy fallback."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from physmocap.errors import ShapeError, UnknownNameError
+from physmocap.matching import search as search_mod
 from physmocap.matching.search import SearchIndex, brute_force
 
 D = 27
+
+try:
+    import numba  # noqa: F401
+    BACKENDS = ("numba", "numpy")
+except ImportError:          # the package works without numba; its tests then run numpy only
+    BACKENDS = ("numpy",)
+needs_numba = pytest.mark.skipif("numba" not in BACKENDS, reason="numba not installed")
 
 
 def structured_db(n: int, d: int = D, seed: int = 0):
@@ -55,7 +64,7 @@ def db():
     for a, b in zip(starts, stops):            # whole clips carry a tag, as in a labelled database
         tags["walk" if rng.random() < 0.6 else "run"][a:b] = True
     tags["turn"] = rng.random(len(X)) < 0.1     # a sparse, scattered tag
-    index = SearchIndex(X, valid, starts, stops, tags)
+    index = {b: SearchIndex(X, valid, starts, stops, tags, backend=b) for b in BACKENDS}
     return X, starts, stops, valid, tags, index
 
 
@@ -70,49 +79,63 @@ def queries(X, valid, n, rng):
 
 
 def test_index_equals_brute_force_10000_queries(db):
-    X, starts, stops, valid, tags, index = db
+    X, starts, stops, valid, tags, indexes = db
     rng = np.random.default_rng(1)
     Q, _ = queries(X, valid, 10_000, rng)
-    i_idx, c_idx = index.search_batch(Q)
     i_bf, c_bf = brute_force(X, Q, valid)
-    np.testing.assert_array_equal(i_idx, i_bf)
-    np.testing.assert_array_equal(c_idx, c_bf)
-    assert valid[i_idx].all()
+    for backend, index in indexes.items():
+        assert index.backend == backend
+        i_idx, c_idx = index.search_batch(Q)
+        np.testing.assert_array_equal(i_idx, i_bf)
+        np.testing.assert_array_equal(c_idx, c_bf)     # bit-identical float64 costs
+        assert valid[i_idx].all()
+    if "numba" in indexes:                              # the single-query kernel too
+        one = indexes["numba"]
+        for k in range(0, len(Q), 5):
+            assert one.search(Q[k]) == (i_bf[k], c_bf[k])
 
 
 def test_exclusion_window_tags_and_best_cost_batched(db):
-    X, starts, stops, valid, tags, index = db
+    X, starts, stops, valid, tags, indexes = db
     rng = np.random.default_rng(2)
     Q, rows = queries(X, valid, 1_000, rng)
     current = np.full(len(Q), -1)
     current[: len(rows)] = rows                 # real-like queries come from their current frame
+    hit = current >= 0
+    ex20 = window_mask(len(X), starts, stops, current, 20)
+    cases = []                                  # (search_batch kwargs, brute-force reference)
     for radius in (0, 20):
-        ex = window_mask(len(X), starts, stops, current, radius)
-        i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=radius)
-        i_bf, c_bf = brute_force(X, Q, valid, exclude=ex)
-        np.testing.assert_array_equal(i_idx, i_bf)
-        np.testing.assert_array_equal(c_idx, c_bf)
-        hit = current >= 0
-        assert np.all(np.abs(i_idx[hit] - current[hit]) > radius)
+        ex = ex20 if radius == 20 else window_mask(len(X), starts, stops, current, radius)
+        cases.append((dict(current=current, exclude_radius=radius),
+                      brute_force(X, Q, valid, exclude=ex)))
     for name in ("walk", "run", "turn"):
-        i_idx, c_idx = index.search_batch(Q, tag=name, current=current, exclude_radius=20)
-        i_bf, c_bf = brute_force(X, Q, valid & tags[name],
-                                 exclude=window_mask(len(X), starts, stops, current, 20))
-        np.testing.assert_array_equal(i_idx, i_bf)
-        np.testing.assert_array_equal(c_idx, c_bf)
-        assert tags[name][i_idx].all()
+        cases.append((dict(tag=name, current=current, exclude_radius=20),
+                      brute_force(X, Q, valid & tags[name], exclude=ex20)))
     # best-cost shortcut: the cost of carrying on from the current frame
-    cur_cost = np.where(current >= 0, ((X[np.maximum(current, 0)] - Q) ** 2).sum(1), 5.0)
-    i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=20, best_cost=cur_cost)
-    i_bf, c_bf = brute_force(X, Q, valid, exclude=window_mask(len(X), starts, stops, current, 20))
+    cur_cost = np.where(hit, ((X[np.maximum(current, 0)] - Q) ** 2).sum(1), 5.0)
+    i_bf, c_bf = cases[1][1]
     better = c_bf < cur_cost
-    np.testing.assert_array_equal(i_idx[better], i_bf[better])
-    np.testing.assert_array_equal(i_idx[~better], -1)
-    np.testing.assert_array_equal(c_idx[~better], cur_cost[~better])
+    for backend, index in indexes.items():
+        for kw, (i_bf, c_bf) in cases:
+            i_idx, c_idx = index.search_batch(Q, **kw)
+            np.testing.assert_array_equal(i_idx, i_bf, err_msg=f"{backend} {kw.keys()}")
+            np.testing.assert_array_equal(c_idx, c_bf)
+            got = hit & (i_idx >= 0)
+            assert np.all(np.abs(i_idx[got] - current[got]) > kw["exclude_radius"])
+            if "tag" in kw:
+                assert tags[kw["tag"]][i_idx].all()
+        i_bf, c_bf = cases[1][1]
+        i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=20,
+                                          best_cost=cur_cost)
+        np.testing.assert_array_equal(i_idx[better], i_bf[better])
+        np.testing.assert_array_equal(i_idx[~better], -1)
+        np.testing.assert_array_equal(c_idx[~better], cur_cost[~better])
 
 
-def test_single_query_matches_batch(db):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_single_query_matches_batch(db, backend):
     X, starts, stops, valid, tags, index = db
+    index = index[backend]
     rng = np.random.default_rng(3)
     Q, rows = queries(X, valid, 40, rng)
     bi, bc = index.search_batch(Q, current=np.r_[rows, np.full(len(Q) - len(rows), -1)],
@@ -124,34 +147,52 @@ def test_single_query_matches_batch(db):
         assert isinstance(i, int) and isinstance(c, float)
     i, c = brute_force(X, Q[0], valid)
     assert isinstance(i, int) and i == index.search(Q[0])[0]
+    # the controller's call: one query, its current frame excluded, warm-started with the cost
+    # of carrying on (float32 query rows, as numpy would hand them over, must work too)
+    for k in range(len(rows)):
+        cur = int(rows[k])
+        own = float(((X[cur].astype(np.float64) - Q[k]) ** 2).sum())
+        ex = window_mask(len(X), starts, stops, [cur], 20)
+        i_bf, c_bf = brute_force(X, Q[k], valid, exclude=ex[0])
+        got = index.search(Q[k].astype(np.float32 if k % 2 else np.float64), current=cur,
+                           exclude_radius=20, best_cost=own)
+        if k % 2 == 0:
+            assert got == ((i_bf, c_bf) if c_bf < own else (-1, own))
+        else:
+            assert got[0] == -1 or valid[got[0]]
 
 
-def test_exclusion_window_stays_in_its_clip():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exclusion_window_stays_in_its_clip(backend):
     # two clips of identical frames: excluding around frame 1 of clip 0 must not touch clip 1
     X = np.repeat(np.arange(4, dtype=np.float32)[:, None], 2, axis=1)
     X = np.concatenate([X, X])
-    index = SearchIndex(X, np.ones(8, bool), [0, 4], [4, 8], leaf=2, branch=2, top=1)
+    index = SearchIndex(X, np.ones(8, bool), [0, 4], [4, 8], leaf=2, branch=2, top=1,
+                        backend=backend)
     assert index.search(X[1], current=1, exclude_radius=10) == (5, 0.0)
     assert index.search(X[1]) == (1, 0.0)          # ties go to the lowest index
     assert index.search(X[1], current=1) == (5, 0.0)
 
 
-def test_nothing_eligible_gives_minus_one():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nothing_eligible_gives_minus_one(backend):
     X = np.zeros((5, 3), np.float32)
     valid = np.zeros(5, bool)
     valid[2] = True
-    index = SearchIndex(X, valid, [0], [5], {"none": np.zeros(5, bool)})
+    index = SearchIndex(X, valid, [0], [5], {"none": np.zeros(5, bool)}, backend=backend)
     assert index.search(np.zeros(3), current=2) == (-1, np.inf)
     assert index.search(np.zeros(3), tag="none") == (-1, np.inf)
     assert index.search(np.zeros(3), best_cost=0.0) == (-1, 0.0)   # strictly better only
     assert index.search(np.ones(3), best_cost=3.5) == (2, 3.0)
 
 
-def test_memory_is_about_the_features(db):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_memory_is_about_the_features(db, backend):
     X, starts, stops, valid, tags, _ = db
-    index = SearchIndex(X, valid, starts, stops)
+    index = SearchIndex(X, valid, starts, stops, backend=backend)
     # the float32 features are kept twice (as given and reordered); boxes and maps add < 40 %
-    assert index.nbytes < 2.4 * X.nbytes
+    # (numba: leaves of 8 frames instead of 16, their boxes alone are X / 4: < 60 %)
+    assert index.nbytes < (2.4 if backend == "numpy" else 2.6) * X.nbytes
 
 
 # ---- properties on small hostile databases (ties, duplicates, one clip, one valid frame) ------
@@ -189,22 +230,66 @@ def small_db(draw):
 @given(small_db())
 def test_property_index_equals_brute_force(case):
     X, starts, stops, valid, Q, current, radius, best, (leaf, branch, top) = case
-    index = SearchIndex(X, valid, starts, stops, leaf=leaf, branch=branch, top=top)
     i_bf, c_bf = brute_force(X, Q, valid)
-    i_idx, c_idx = index.search_batch(Q)
-    np.testing.assert_array_equal(i_idx, i_bf)
-    np.testing.assert_array_equal(c_idx, c_bf)
     ex = window_mask(len(X), starts, stops, current, radius)
-    i_bf, c_bf = brute_force(X, Q, valid, exclude=ex)
-    i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=radius, best_cost=best)
-    beat = c_bf < best
-    np.testing.assert_array_equal(i_idx, np.where(beat, i_bf, -1))
-    np.testing.assert_array_equal(c_idx, np.where(beat, c_bf, best))
+    i_bx, c_bx = brute_force(X, Q, valid, exclude=ex)
+    beat = c_bx < best
+    for backend in BACKENDS:
+        index = SearchIndex(X, valid, starts, stops, leaf=leaf, branch=branch, top=top,
+                            backend=backend)
+        i_idx, c_idx = index.search_batch(Q)
+        np.testing.assert_array_equal(i_idx, i_bf)
+        np.testing.assert_array_equal(c_idx, c_bf)
+        i_idx, c_idx = index.search_batch(Q, current=current, exclude_radius=radius,
+                                          best_cost=best)
+        np.testing.assert_array_equal(i_idx, np.where(beat, i_bx, -1))
+        np.testing.assert_array_equal(c_idx, np.where(beat, c_bx, best))
+        for k in range(len(Q)):                 # the single-query path (its own kernel)
+            got = index.search(Q[k], current=int(current[k]), exclude_radius=radius,
+                               best_cost=best)
+            assert got == ((i_bx[k], c_bx[k]) if beat[k] else (-1, best))
+
+
+# ---- the compiled backend: exact costs, selection, fallback ------------------------------------
+
+@needs_numba
+def test_numba_cost_is_numpys_pairwise_sum():
+    # the decisive cost must equal _cost_rows bit for bit, for any D (numpy's pairwise summation
+    # switches strategy at 8 and recurses above 128 terms)
+    search_mod._numba_kernels()
+    rng = np.random.default_rng(5)
+    for d in (*range(1, 40), 64, 127, 128, 129, 200, 300, 517):
+        X = (rng.normal(size=(50, d)) * rng.uniform(0.01, 100, size=d)).astype(np.float32)
+        q = rng.normal(size=d) * 3
+        ref = search_mod._cost_rows(X, q)
+        got = np.array([search_mod._nb_cost(X[i], q) for i in range(len(X))])
+        np.testing.assert_array_equal(got, ref)
+
+
+@needs_numba
+def test_backend_selection_and_fallback(monkeypatch):
+    X = np.random.default_rng(0).normal(size=(300, 5)).astype(np.float32)
+    ok = np.ones(300, bool)
+    assert SearchIndex(X, ok, [0], [300]).backend == "numba"          # auto picks numba
+    assert SearchIndex(X, ok, [0], [300], backend="numpy").backend == "numpy"
+    # compiled at construction (warm-up): the first query runs no compilation
+    one, many = search_mod._NB_STATE["kernels"]
+    assert one.signatures and many.signatures
+    with pytest.raises(UnknownNameError, match="unknown backend 'gpu'"):
+        SearchIndex(X, ok, [0], [300], backend="gpu")
+    # numba missing: auto falls back to numpy (same answers), an explicit request says why
+    monkeypatch.setattr(search_mod, "_NB_STATE", {"error": "ImportError: No module named 'numba'"})
+    index = SearchIndex(X, ok, [0], [300])
+    assert index.backend == "numpy"
+    assert index.search(X[7]) == (7, 0.0)
+    with pytest.raises(ImportError, match="numba is unavailable.*No module named"):
+        SearchIndex(X, ok, [0], [300], backend="numba")
 
 
 # ---- error paths --------------------------------------------------------------------------------
 
-def test_errors():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_errors(backend):
     X = np.zeros((10, 3), np.float32)
     ok = np.ones(10, bool)
     with pytest.raises(ShapeError, match="shape"):
@@ -227,7 +312,7 @@ def test_errors():
         SearchIndex(X, ok, [0.0], [10.0])
     with pytest.raises(ShapeError, match="tag 'walk'"):
         SearchIndex(X, ok, [0], [10], {"walk": np.ones(10)})
-    index = SearchIndex(X, ok, [0, 5], [5, 10], {"walk": ok, "run": ~ok})
+    index = SearchIndex(X, ok, [0, 5], [5, 10], {"walk": ok, "run": ~ok}, backend=backend)
     with pytest.raises(UnknownNameError, match="unknown tag 'jump'; known: walk, run"):
         index.search(np.zeros(3), tag="jump")
     with pytest.raises(ShapeError, match=r"\(3,\) or \(Q, 3\)"):
@@ -236,6 +321,14 @@ def test_errors():
         index.search(np.zeros((1, 3)))
     with pytest.raises(ShapeError, match="NaN"):
         index.search(np.array([0.0, np.nan, 0.0]))
+    with pytest.raises(ShapeError, match="NaN"):
+        index.search(np.array([0.0, np.inf, 0.0], np.float32))
+    with pytest.raises(ShapeError, match="numeric"):
+        index.search(np.array(["a", "b", "c"]))
+    with pytest.raises(ShapeError, match=r"\(3,\)"):
+        index.search(np.zeros(4))
+    with pytest.raises(ShapeError, match="best_cost"):
+        index.search(np.zeros(3), best_cost=np.nan)
     with pytest.raises(ShapeError, match="best_cost"):
         index.search_batch(np.zeros((2, 3)), best_cost=[1.0, 2.0, 3.0])
     with pytest.raises(ShapeError, match="current"):
