@@ -18,7 +18,8 @@ import numpy as np
 from _common import data_dir
 
 CAPTURES = [("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
-            ("cmu/02_01", None), ("cmu/16_57", None), ("cmu/01_01", None)]
+            ("cmu/02_01", None), ("cmu/16_57", None), ("cmu/01_01", None),
+            ("c3dorg/nexgen_test1_metres", None)]
 LEG = {"Left": ("LHJ0", "LFE0", "LTI0"), "Right": ("RHJ0", "RFE0", "RTI0")}
 JOINTS = ("UpperLeg", "LowerLeg", "Foot")          # hip, knee, ankle of the template
 

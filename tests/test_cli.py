@@ -109,3 +109,10 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     markers = clean.markers_only()
     assert len(markers.labels) == 41 and not np.isnan(markers.pos).any()   # gaps filled
     assert "LeftLowerLeg_JC" in clean.labels and clean.is_virtual[clean.index("LeftLowerLeg_JC")]
+
+
+def test_solver_errors_name_the_capture(data_dir, tmp_path, capsys):
+    src = data_dir / "c3d-odd/parameterOverflow.c3d"       # every marker sample is missing
+    code, out, err = run(["solve", str(src), "-o", str(tmp_path / "o.bvh")], capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and str(src) in lines[-1] and "cannot size the subject" in lines[-1]

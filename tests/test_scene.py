@@ -83,7 +83,7 @@ def test_hinge_sign_conventions():
 
 
 @pytest.mark.parametrize("name,labels,n_optional", [("cmu41", CMU41, 0),
-                                                     ("plugin_gait_fullbody", PIG39, 4)])
+                                                     ("plugin_gait_fullbody", PIG39, 5)])
 def test_shipped_markersets(name, labels, n_optional):
     b = load_body()
     s = load_markerset(name)

@@ -133,6 +133,18 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
             constant velocity: pure physical tracking, continuous through constraints).
         progress: ``progress(stage, done, total)`` for a progress bar.
     """
+    try:
+        return _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
+                              environment, warm, progress)
+    except PhysmocapError as exc:
+        if exc.path is not None:
+            raise
+        # Name the capture in every error, so a batch of takes says which one failed.
+        raise type(exc)(exc.reason, markers.meta.get("path") or "<capture>") from None
+
+
+def _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
+                   environment, warm, progress) -> SolveResult:
     t0 = time.perf_counter()
     say = progress or (lambda *a: None)
     missing = spec.missing(markers.labels)
