@@ -289,10 +289,12 @@ def cmd_mm_run(args) -> int:
     from .progress import Progress
     from .scene import _read
 
+    from .scene import _resolve
     db = load_database(args.database)
     feats = compute_features(db)
-    source = load_input(args.input)
-    duration = args.duration or float(_read(Path(args.input)).get("run", {}).get("duration", 10.0))
+    scene_path = _resolve(args.input, "inputs", "input scene")    # a path or a shipped name
+    source = load_input(scene_path)
+    duration = args.duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
     ctrl = Controller(db, feats, source, ControllerSettings(search_every=args.search_every))
     t0 = _time.perf_counter()
     motion, record = run_controller(ctrl, duration, progress=Progress(not args.quiet))
@@ -302,13 +304,13 @@ def cmd_mm_run(args) -> int:
         motion = lock_feet(motion, tuple(db.contact_joints), np.array(record.contacts))
     write_bvh(motion, args.output)
     rep = run_report(db, motion, record, source)
-    rep.update(input=str(args.input), database=str(args.database), output=str(args.output),
+    rep.update(input=str(scene_path), database=str(args.database), output=str(args.output),
                update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
                foot_lock=not args.no_foot_lock)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
     if not args.quiet:
-        print(f"{args.input}: {motion.n_frames} frames ({duration:g} s), {rep['transitions']} "
+        print(f"{scene_path}: {motion.n_frames} frames ({duration:g} s), {rep['transitions']} "
               f"transitions, {rep['update_ms']:.2f} ms per frame (search {rep['search_us']} us)")
         print(f"  root to intended path {rep['trajectory_error_m']:.3f} m mean after 1 s "
               f"(max {rep['trajectory_error_max_m']:.3f}); facing error "
@@ -389,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add_mm("run", cmd_mm_run, "drive a character with an input scene")
     sp.add_argument("database", help="database from 'physmocap mm build'")
-    sp.add_argument("--input", required=True, help="input scene (scenes/inputs/*.toml)")
+    sp.add_argument("--input", required=True,
+                    help="input scene: a shipped name (figure_eight, straight_walk, …) or a file")
     sp.add_argument("-o", "--output", required=True, help="output BVH")
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run])")

@@ -86,3 +86,18 @@ def test_cli_build_and_run(data_dir, tmp_path, project_root, capsys):
     assert main(["mm", "run", str(tmp_path / "missing.npz"), "--input",
                  str(project_root / "scenes/inputs/straight_walk.toml"), "-o",
                  str(tmp_path / "x.bvh")]) == 1
+
+
+def test_cli_input_by_shipped_name_and_unknown_name(small_db, tmp_path, capsys):
+    from physmocap.cli import main
+    from physmocap.matching.database import save_database
+
+    db, _ = small_db
+    save_database(db, tmp_path / "db.npz")
+    assert main(["mm", "run", str(tmp_path / "db.npz"), "--input", "sharp_turns", "-o",
+                 str(tmp_path / "o.bvh"), "--duration", "2", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["mm", "run", str(tmp_path / "db.npz"), "--input", "nowhere", "-o",
+                 str(tmp_path / "o.bvh")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "known: figure_eight" in err[0]
