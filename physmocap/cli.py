@@ -24,6 +24,7 @@ EXAMPLES = {
     "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
                "  physmocap convert humanoid3d_walk.txt walk.bvh",
     "demo": "physmocap demo -o out/demo",
+    "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
     "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
               "--report fig8.json",
@@ -322,6 +323,41 @@ def cmd_mm_run(args) -> int:
     return 0
 
 
+def cmd_play(args) -> int:
+    """Physical playback of a fixed motion (BVH or DeepMimic clip) on the simulated body."""
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .matching.retarget import retarget
+    from .playback.track import track
+    from .progress import Progress
+    from .scene import load_body
+
+    if Path(args.motion).suffix.lower() == ".npz":
+        raise PhysmocapError("playing a motion-matching database live is not built yet; run "
+                             "'physmocap mm run' and play its BVH", args.motion)
+    motion = load_any(Path(args.motion), unit=args.unit)
+    if not hasattr(motion, "skeleton"):
+        raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
+                             args.motion)
+    body = load_body()
+    if motion.skeleton.names != body.skeleton.names:
+        motion = retarget(motion, body.skeleton)
+    result = track(motion, body, mode=args.mode, progress=Progress(not args.quiet))
+    write_bvh(result.motion, args.output)
+    rep = result.report()
+    rep.update(source=str(args.motion), output=str(args.output))
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    if not args.quiet:
+        print(f"{args.motion}: {rep.get('frames', motion.n_frames)} frames, mode {args.mode}")
+        print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
+              f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
+              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
+              f"{len(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
+        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+    return 0
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -368,6 +404,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
+
+    sp = add("play", cmd_play, "physical playback: the simulated body follows a motion")
+    sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body)")
+    sp.add_argument("-o", "--output", required=True, help="simulated motion (BVH)")
+    sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
+                    help="assist: bounded root force and torque; physical: none (may fall)")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
                         description="motion matching: build a database, run a controller")

@@ -58,7 +58,7 @@ def test_usage_errors_exit_2():
 
 
 def test_every_command_has_help_with_example():
-    for cmd in ("inspect", "convert", "solve", "demo"):
+    for cmd in ("inspect", "convert", "solve", "demo", "play"):
         r = subprocess.run([sys.executable, "-m", "physmocap", cmd, "--help"],
                            capture_output=True, text=True)
         assert r.returncode == 0 and "example" in r.stdout
@@ -116,3 +116,19 @@ def test_solver_errors_name_the_capture(data_dir, tmp_path, capsys):
     code, out, err = run(["solve", str(src), "-o", str(tmp_path / "o.bvh")], capsys)
     lines = err.strip().splitlines()
     assert code == 1 and str(src) in lines[-1] and "cannot size the subject" in lines[-1]
+
+
+def test_play_writes_simulated_motion_and_report(tmp_path, capsys):
+    from physmocap.io.deepmimic import pybullet_motion_path
+
+    code, out, err = run(["play", str(pybullet_motion_path("humanoid3d_walk.txt")), "-o",
+                          str(tmp_path / "sim.bvh"), "--report", str(tmp_path / "p.json"), "-q"],
+                         capsys)
+    assert code == 0
+    rep = json.loads((tmp_path / "p.json").read_text())
+    for key in ("tracking_error_m", "root_assist_force_mean_n", "root_assist_force_max_n",
+                "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second"):
+        assert key in rep
+    assert (tmp_path / "sim.bvh").stat().st_size > 0
+    code, out, err = run(["play", str(tmp_path / "db.npz"), "-o", str(tmp_path / "x.bvh")], capsys)
+    assert code == 1 and "not built yet" in err
