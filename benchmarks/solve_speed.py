@@ -23,7 +23,7 @@ def main() -> None:
     from physmocap.io.c3d import read_c3d
     from physmocap.scene import load_body, pick_markerset
     from physmocap.solver.kinematic import solve_kinematic
-    from physmocap.solver.physical import PhysicalSettings, solve_physical
+    from physmocap.solver.physical import solve_physical
     from physmocap.solver.pipeline import joint_spec_from_body, kinematic_prior
 
     t = read_c3d(data_dir() / f"c3d/{args.capture}.c3d")

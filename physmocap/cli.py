@@ -8,7 +8,6 @@ import argparse
 import json
 import logging
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -211,7 +210,6 @@ def cmd_solve(args) -> int:
 def cmd_demo(args) -> int:
     """The main job on the embedded default: synthesise a spoiled capture from a pybullet_data
     clip, write it as C3D, read it back and solve it like any capture; compare with the truth."""
-    from . import quat
     from .demo import make_demo_capture
     from .io.bvh import write_bvh
     from .io.c3d import read_c3d, write_c3d

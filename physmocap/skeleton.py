@@ -65,6 +65,18 @@ class Skeleton:
         """Indices of the joints whose parent is ``j``."""
         return [int(c) for c in np.flatnonzero(self.parents == j)]
 
+    def segment_vectors(self) -> np.ndarray:
+        """``(J, 3)`` m, each joint's segment in its own frame at rest: toward the mean of its
+        children's offsets, else its End Site, else zero (a leaf with no End Site)."""
+        seg = np.zeros((len(self), 3))
+        for j in range(len(self)):
+            kids = self.children(j)
+            if kids:
+                seg[j] = np.mean(self.offsets[kids], axis=0)
+            elif not np.isnan(self.end_sites[j, 0]):
+                seg[j] = self.end_sites[j]
+        return seg
+
     def bone_lengths(self) -> np.ndarray:
         """``(J,)`` m, length of the bone from each joint's parent to it (0 for the root)."""
         lengths = np.linalg.norm(self.offsets, axis=-1)

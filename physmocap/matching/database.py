@@ -29,7 +29,7 @@ from .._arrays import frozen
 from ..conventions import UP
 from ..errors import FileFormatError, ShapeError, UnknownNameError, known_list
 from ..motion import Motion
-from ..skeleton import Skeleton, forward_kinematics
+from ..skeleton import Skeleton
 
 __all__ = [
     "PoseDatabase", "build_database", "save_database", "load_database", "resample",
@@ -193,11 +193,7 @@ class PoseDatabase:
 
     def index(self, name: str) -> int:
         """Index of joint ``name``; ``UnknownNameError`` listing the known names otherwise."""
-        try:
-            return self.names.index(name)
-        except ValueError:
-            raise UnknownNameError(
-                f"unknown joint {name!r}; known: {known_list(self.names)}") from None
+        return self.skeleton.index(name)
 
     def clip_index(self, frame) -> np.ndarray | int:
         """Clip holding each frame (``int`` for a scalar frame)."""

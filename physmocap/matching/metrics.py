@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import quat
 from ..motion import Motion
+from .trajectory import yaw_of
 
-__all__ = ["foot_skate_mm", "jitter", "polyline_distance", "intended_path", "yaw",
-           "facing_error_deg", "run_report"]
+__all__ = ["foot_skate_mm", "jitter", "polyline_distance", "intended_path", "facing_error_deg",
+           "run_report"]
 
 
 def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -> float:
@@ -52,12 +52,6 @@ def intended_path(start: np.ndarray, desired_vel: np.ndarray, dt: float) -> np.n
     return np.asarray(start, float)[:2] + np.cumsum(np.asarray(desired_vel)[:, :2] * dt, axis=0)
 
 
-def yaw(q: np.ndarray) -> np.ndarray:
-    """Heading angle (rad) of the +X axis of rotations ``(..., 4)`` about +Z."""
-    f = quat.rotate(q, np.array([1.0, 0.0, 0.0]))
-    return np.arctan2(f[..., 1], f[..., 0])
-
-
 def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
                      turn_rate_deg: float = 90.0, settle_s: float = 1.0) -> tuple[float, float]:
     """Mean angle (deg) between the character's and the desired facing, outside sharp turns.
@@ -66,7 +60,7 @@ def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
     ``turn_rate_deg``/s within the previous ``settle_s`` seconds. Returns (mean error outside,
     fraction of frames outside).
     """
-    ya, yd = yaw(root_rot), np.unwrap(yaw(desired_rot))
+    ya, yd = yaw_of(root_rot), np.unwrap(yaw_of(desired_rot))
     err = np.degrees(np.abs(np.angle(np.exp(1j * (ya - yd)))))
     rate = np.degrees(np.abs(np.gradient(yd) * fps)) if len(yd) > 1 else np.zeros(len(yd))
     sharp = rate > turn_rate_deg

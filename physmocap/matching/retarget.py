@@ -37,21 +37,10 @@ HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
 
 
 def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:
-    """``(J, 3)`` unit direction of each joint's segment at rest (to its children's mean, or End
-    Site), zero where a segment has no length."""
-    out = np.zeros((len(sk), 3))
-    for j in range(len(sk)):
-        kids = sk.children(j)
-        if kids:
-            v = np.mean([sk.offsets[c] for c in kids], axis=0)
-        elif not np.isnan(sk.end_sites[j, 0]):
-            v = sk.end_sites[j]
-        else:
-            continue
-        n = np.linalg.norm(v)
-        if n > 1e-6:
-            out[j] = v / n
-    return out
+    """``(J, 3)`` unit direction of each joint's segment at rest, zero where it has no length."""
+    seg = sk.segment_vectors()
+    n = np.linalg.norm(seg, axis=-1, keepdims=True)
+    return np.where(n > 1e-6, seg / np.maximum(n, 1e-12), 0.0)
 
 
 def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None,

@@ -59,14 +59,8 @@ def foot_box(body: BodyTemplate, j: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _segment(body: BodyTemplate, j: int) -> np.ndarray:
-    """``(3,)`` m, the segment's extent in its joint frame (first child, else end site)."""
-    sk = body.skeleton
-    kids = sk.children(j)
-    if kids:
-        return np.mean([sk.offsets[c] for c in kids], axis=0)
-    if not np.isnan(sk.end_sites[j, 0]):
-        return np.array(sk.end_sites[j])
-    return np.zeros(3)
+    """``(3,)`` m, the segment's extent in its joint frame (``Skeleton.segment_vectors``)."""
+    return body.skeleton.segment_vectors()[j]
 
 
 class Character:
@@ -100,7 +94,6 @@ class Character:
             seg = _segment(body, j)
             r = float(body.radius[j])
             L = float(np.linalg.norm(seg))
-            name = sk.names[j]
             m = float(body.mass[j])
             if j in left + right:
                 half, ctr = foot_box(body, j)

@@ -19,7 +19,7 @@ at 240 Hz is not, and one call per frame for the whole body). The root is either
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from .. import quat
 from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate, load_body
-from ..skeleton import Skeleton, forward_kinematics
+from ..skeleton import Skeleton
 from .character import Character, foot_joints
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
@@ -463,7 +463,6 @@ def loop_motion(motion: Motion, loops: int) -> Motion:
     """``motion`` played ``loops`` times, each repeat moved (horizontally, and turned about Z)
     so it starts where the previous one ended. Meant for walk cycles; the seam is not blended."""
     from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
-    F = motion.n_frames
     root = [motion.root_pos]
     lrot = [motion.lrot]
     end_pos, end_rot = motion.root_pos[-1].copy(), motion.lrot[-1, 0]

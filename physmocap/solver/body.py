@@ -72,18 +72,12 @@ class JointSpec:
 
 
 def _segment_vectors(skeleton: Skeleton) -> np.ndarray:
-    """``(J, 3)`` m, each segment's extent in its joint frame: to its first child, else to its
-    End Site, else a short default along the incoming bone."""
-    J = len(skeleton)
-    seg = np.zeros((J, 3))
-    for j in range(J):
-        kids = skeleton.children(j)
-        if kids:
-            seg[j] = np.mean([skeleton.offsets[c] for c in kids], axis=0)
-        elif not np.isnan(skeleton.end_sites[j, 0]):
-            seg[j] = skeleton.end_sites[j]
-        elif j > 0:
-            seg[j] = 0.3 * skeleton.offsets[j]
+    """``(J, 3)`` m, ``Skeleton.segment_vectors`` with a short default along the incoming bone
+    for leaves without an End Site (a segment needs some extent for its centre of mass)."""
+    seg = skeleton.segment_vectors()
+    bare = [j for j in range(1, len(skeleton))
+            if not skeleton.children(j) and np.isnan(skeleton.end_sites[j, 0])]
+    seg[bare] = 0.3 * skeleton.offsets[bare]
     return seg
 
 

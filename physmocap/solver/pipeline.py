@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import quat
 from ..calibrate import Subject, calibrate
 from ..errors import PhysmocapError
 from ..markers import MarkerTrajectories
