@@ -146,3 +146,21 @@ def test_walk_assist_within_3cm(body):
     _, truth = make_demo_capture()
     rep = track(truth, body, "assist").report()
     assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
+
+
+def test_level_feet_unrolls_feet_and_toes(body):
+    """A foot and a toe segment rolled upside down about their own bones come back sole-down."""
+    sk = body.skeleton
+    lrot = quat.identity((2, len(body)))
+    seg = sk.segment_vectors()
+    for name in ("LeftFoot", "RightToes"):
+        j = sk.index(name)
+        lrot[:, j] = quat.from_axis_angle(seg[j] / np.linalg.norm(seg[j]), np.pi * 0.9)
+    m = Motion(sk, 60.0, np.tile(sk.offsets[0], (2, 1)), lrot)
+    from physmocap.playback.track import level_feet
+    out = level_feet(m, body)
+    up = np.array([0.0, 0.0, 1.0])
+    for name in ("LeftFoot", "LeftToes", "RightFoot", "RightToes"):
+        j = sk.index(name)
+        assert quat.rotate(out.grot[0, j], up)[2] > 0.99, name
+        np.testing.assert_allclose(out.gpos[0, j], m.gpos[0, j], atol=1e-9)

@@ -420,25 +420,31 @@ def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
 
 
 def level_feet(motion: Motion, body: BodyTemplate) -> Motion:
-    """``motion`` with each ``*Foot`` joint twisted about its bone so that the foot's sole normal
-    (its rest +Z) is as close to world up as the bone direction allows. Toes follow the foot."""
+    """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
+    so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
+
+    ``retarget`` fixes bone directions only, so the roll about a foot or toe bone is whatever the
+    source skeleton's axes made it: a toe segment rolled upside down lifts its collision box, and
+    the simulated foot then stands on the box's edge."""
     from .character import _segment
     lrot = np.array(motion.lrot)
-    grot = motion.grot
     up = np.array([0.0, 0.0, 1.0])
+    par = body.skeleton.parents
     for side in foot_joints(body):
-        j = side[0]
-        seg = _segment(body, j)
-        seg = seg / max(np.linalg.norm(seg), 1e-9)
-        g = grot[:, j]
-        b = quat.rotate(g, np.broadcast_to(seg, (len(g), 3)))
-        n = quat.rotate(g, np.broadcast_to(up, (len(g), 3)))
-        n_p = n - np.sum(n * b, -1, keepdims=True) * b
-        u_p = up - b * b[:, 2:3]
-        ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
-        g2 = quat.mul(quat.from_axis_angle(b, ang), g)
-        par = body.skeleton.parents[j]
-        lrot[:, j] = quat.mul(quat.conj(grot[:, par]), g2)
+        for j in sorted(side):                      # the foot before its toes
+            grot = Motion(motion.skeleton, motion.fps, motion.root_pos, lrot).grot
+            seg = _segment(body, j)
+            if np.linalg.norm(seg) < 1e-6:
+                continue
+            seg = seg / np.linalg.norm(seg)
+            g = grot[:, j]
+            b = quat.rotate(g, np.broadcast_to(seg, (len(g), 3)))
+            n = quat.rotate(g, np.broadcast_to(up, (len(g), 3)))
+            n_p = n - np.sum(n * b, -1, keepdims=True) * b
+            u_p = up - b * b[:, 2:3]
+            ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
+            g2 = quat.mul(quat.from_axis_angle(b, ang), g)
+            lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, level_feet=True))
 
