@@ -1,5 +1,5 @@
 """Physical playback (``physmocap.playback``): the API, standing, falling, errors, and the
-walking figures (measured; the 3 cm target is not met yet, see the xfail)."""
+walking in assist mode within the issue's 3 cm (the demo walk and a retargeted Bandai-Namco walk)."""
 from __future__ import annotations
 
 import numpy as np
@@ -135,17 +135,31 @@ def test_walk_figures_measured(body):
                                           "root_assist_force_max_n", "penetration_max_mm",
                                           "foot_skate_mm", "falls", "frames_per_second")})
         assert np.isfinite(rep["tracking_error_m"])
-        assert rep["root_assist_force_max_n"] <= 500.0 + 1e-6
+        assert rep["root_assist_force_max_n"] <= TrackingSettings().assist_max_force + 1e-6
         assert rep["penetration_max_mm"] < 30.0
 
 
-@pytest.mark.xfail(strict=True, reason="retargeted walks slide their stance feet ~0.15 m/s; "
-                   "with planted feet the bounded root assist cannot follow (see report)")
 def test_walk_assist_within_3cm(body):
+    """The issue's target for mode (a) on the demo walk (measured 1.5 cm, 150 N mean assist)."""
     from physmocap.demo import make_demo_capture
     _, truth = make_demo_capture()
     rep = track(truth, body, "assist").report()
     assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
+    # the legs carry the body: the mean assist is well under its weight (735 N)
+    assert rep["root_assist_force_mean_n"] < 0.4 * 9.81 * body.total_mass
+
+
+def test_bandai_walk_assist_within_3cm(body, data_dir):
+    """A real capture on another skeleton, retargeted (measured 2.8 cm, 274 N mean assist)."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    ref = resample(retarget(src, body.skeleton), 60.0)
+    ref = Motion(ref.skeleton, ref.fps, ref.root_pos[:600], ref.lrot[:600])
+    rep = track(ref, body, "assist").report()
+    assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
+    assert not rep["falls"]
 
 
 def test_level_feet_unrolls_feet_and_toes(body):
