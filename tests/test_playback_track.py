@@ -71,7 +71,10 @@ def test_standing_stays_standing_with_tiny_assist(body):
     r = track(standing(body, 2.0), body, "assist")
     rep = r.report()
     assert rep["tracking_error_m"] < 0.01
-    assert rep["root_assist_force_max_n"] < 30.0           # 1 kg-weight is 9.8 N
+    # once settled on the floor (0.25 s) the legs carry the body: the assist stays under
+    # 2 % of its weight (736 N; measured 7 N); settling itself takes under 50 N (measured 34)
+    assert r.assist_force_n[15:].max() < 15.0
+    assert rep["root_assist_force_max_n"] < 50.0
     assert rep["penetration_max_mm"] < 5.0
     assert r.contacts[5:].all()
     assert rep["falls"] == []
@@ -140,7 +143,7 @@ def test_walk_figures_measured(body):
 
 
 def test_walk_assist_within_3cm(body):
-    """The issue's target for mode (a) on the demo walk (measured 1.5 cm, 150 N mean assist)."""
+    """The issue's target for mode (a) on the demo walk (measured 1.4 cm, 219 N mean assist)."""
     from physmocap.demo import make_demo_capture
     _, truth = make_demo_capture()
     rep = track(truth, body, "assist").report()
@@ -150,7 +153,7 @@ def test_walk_assist_within_3cm(body):
 
 
 def test_bandai_walk_assist_within_3cm(body, data_dir):
-    """A real capture on another skeleton, retargeted (measured 2.8 cm, 274 N mean assist)."""
+    """A real capture on another skeleton, retargeted (measured 1.9 cm, 347 N mean assist)."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget

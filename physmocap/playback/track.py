@@ -45,7 +45,7 @@ class TrackingSettings:
             floor): kinematic references let stance feet creep a few cm (retargeting, blending)
             and a foot held by a stickier floor then fights the joint motors; measured on the
             demo walk and a Bandai-Namco walk (assist mode), 0.3-0.5 track within 2-4 cm and 0.7
-            loses the walk (11-12 cm), see benchmarks/playback_speed.py.
+            loses the walk (11-12 cm).
         solver_iterations: PyBullet constraint solver iterations per step.
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
@@ -82,9 +82,9 @@ class TrackingSettings:
     joint_kd: float = 1.0
     joint_max_torque: float = 600.0
     joint_min_torque: float = 30.0
-    assist_kp: float = 100.0
-    assist_kd: float = 20.0
-    assist_rot_kp: float = 1500.0
+    assist_kp: float = 200.0
+    assist_kd: float = 40.0
+    assist_rot_kp: float = 3000.0
     assist_rot_kd: float = 40.0
     assist_max_force: float = 700.0
     assist_max_torque: float = 400.0
