@@ -108,8 +108,14 @@ class LivePlayback:
         src = output_skeleton(controller.db)
         h_s = _hips_height(controller.db)
         h_t = float(self.body.skeleton.offsets[0, 2])
-        self.retarget = FrameRetargeter(src, self.body.skeleton,
-                                        h_t / h_s if h_s > 1e-6 else 1.0, 0.0)
+        # the database's rest pose is its source files' (up axis ``db.up``); where that is not a
+        # standing pose, its first frame is the reference (``retarget.reference_pose``)
+        from ..matching.retarget import reference_pose
+        db = controller.db
+        first = np.array(db.lrot[int(db.range_starts[0]), 1:])
+        self.retarget = FrameRetargeter(
+            src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
+            source_rest=reference_pose(src, db.up, first, self.body.skeleton))
         self.tracker = Tracker(self.body, mode, settings)
         self.dt = controller.dt
         self._feet = _FrameFeet(self.body)

@@ -508,9 +508,10 @@ class FrameRetargeter:
     """
 
     def __init__(self, source: Skeleton, target: Skeleton, ratio: float = 1.0,
-                 floor: float = 0.0, name_map: dict | None = None, up: str = "z"):
+                 floor: float = 0.0, name_map: dict | None = None, up: str = "z",
+                 source_rest: np.ndarray | None = None):
         from ..matching.retarget import corrections
-        self.src_index, self.pre = corrections(source, target, name_map, up)
+        self.src_index, self.pre = corrections(source, target, name_map, up, source_rest)
         self.source, self.target = source, target
         self.ratio, self.floor = float(ratio), float(floor)
         self._pre = [tuple(map(float, q)) for q in self.pre]
@@ -520,8 +521,11 @@ class FrameRetargeter:
                     ) -> "FrameRetargeter":
         h_s = np.median(motion.gpos[:, 0, 2]) - np.min(motion.gpos[..., 2])
         h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
+        from ..matching.retarget import reference_pose
+        up = motion.meta.get("up") or "z"
         return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
-                   float(np.min(motion.gpos[..., 2])), name_map, motion.meta.get("up") or "z")
+                   float(np.min(motion.gpos[..., 2])), name_map, up,
+                   reference_pose(motion.skeleton, up, motion.lrot[0], target, name_map))
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
