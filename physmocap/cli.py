@@ -206,6 +206,9 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
+    if args.report_html:
+        from .report._mpl import pyplot
+        pyplot()            # say that matplotlib is missing before a long solve, not after it
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,

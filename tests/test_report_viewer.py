@@ -85,3 +85,12 @@ def test_picture_commands_have_help_with_example():
         r = subprocess.run([sys.executable, "-m", "physmocap", cmd, "--help"],
                            capture_output=True, text=True)
         assert r.returncode == 0 and "example" in r.stdout
+
+
+@pytest.mark.parametrize("name, side", [
+    ("LeftUpLeg", 1), ("LHipJoint", 1), ("lKnee", 1), ("UpperLeg_L", 1), ("L_Knee", 1),
+    ("RightArm", -1), ("RHipJoint", -1), ("rElbow", -1), ("Hand_R", -1), ("r_hip", -1),
+    ("Hips", 0), ("Lumbar", 0), ("RootJoint", 0), ("L5", 0), ("lowerback_torso", 0)])
+def test_joint_side_from_common_naming_habits(name, side):
+    from physmocap.report.viewer import joint_side
+    assert joint_side(name) == side

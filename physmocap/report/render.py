@@ -53,9 +53,10 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
     ax = fig.add_subplot(projection="3d")
     height = max(float(np.ptp(gpos[..., 2])), 0.5)
     r = 0.6 * height
-    bones = [ax.plot([], [], [], color="#b03030" if motion.skeleton.names[j].startswith("Left")
-                     else "#3050b0" if motion.skeleton.names[j].startswith("Right") else "#303030",
-                     lw=2.5)[0] for j in range(len(parents)) if parents[j] >= 0]
+    from .viewer import joint_side
+    colour = {1: "#b03030", -1: "#3050b0", 0: "#303030"}
+    bones = [ax.plot([], [], [], color=colour[joint_side(motion.skeleton.names[j])], lw=2.5)[0]
+             for j in range(len(parents)) if parents[j] >= 0]
     pairs = [(parents[j], j) for j in range(len(parents)) if parents[j] >= 0]
     dots = ax.plot([], [], [], "s", color="#1f9fd0", ms=3)[0] if pos is not None else None
     res = ax.plot([], [], [], color="#e03020", lw=0.8)[0] if lm is not None else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 
@@ -18,6 +19,19 @@ from ..motion import Motion
 from .html import esc
 
 __all__ = ["viewer_html", "write_viewer", "markers_on_motion"]
+
+
+def joint_side(name: str) -> int:
+    """``1`` left, ``-1`` right, ``0`` centre, from common naming habits: ``LeftUpLeg``,
+    ``LHipJoint``, ``lKnee``, ``L_Knee``, ``UpperLeg_L`` (and the same with Right/R/r)."""
+    for side, word, c in ((1, "left", "lL"), (-1, "right", "rR")):
+        if word in name.lower():
+            return side
+        # A side letter before a capitalised word or an underscore, or after an underscore at
+        # the end; not "Lumbar", "RootJoint", "L5".
+        if re.match(rf"[{c}](_|[A-Z][a-z])", name) or re.search(rf"_[{c}]$", name):
+            return side
+    return 0
 
 
 def _b64(a: np.ndarray) -> str:
@@ -44,8 +58,9 @@ def markers_on_motion(motion: Motion, markers: MarkerTrajectories
     try:
         spec = pick_markerset(mk.labels)
         ms = spec.bind(motion.skeleton, labels=mk.labels)
-    except PhysmocapError as exc:
-        return pos, None, tuple(mk.labels), f"no residual lines: {exc.reason}"
+    except PhysmocapError:
+        return pos, None, tuple(mk.labels), ("no residual lines: no marker set fits both the "
+                                             "capture and this skeleton")
     cols = [mk.labels.index(n) for n in ms.names]
     pos = pos[:, cols]
     offset = fit_marker_offsets(motion, pos, ms.body)
@@ -63,6 +78,7 @@ def viewer_html(motion: Motion, markers: MarkerTrajectories | None = None,
     data = {"fps": float(motion.fps), "frames": int(motion.n_frames),
             "names": list(motion.skeleton.names),
             "parents": [int(p) for p in motion.skeleton.parents],
+            "side": [joint_side(n) for n in motion.skeleton.names],
             "joints": _b64(gpos), "labels": [], "markers": None, "landmarks": None, "note": ""}
     if markers is not None:
         pos, lm, labels, note = markers_on_motion(motion, markers)
@@ -88,7 +104,7 @@ html, body { margin: 0; height: 100%; background: #f4f4f2; font: 13px system-ui,
 #view { flex: 1; width: 100%; min-height: 200px; cursor: grab; display: block; }
 #bar { display: flex; gap: 10px; align-items: center; padding: 6px 10px; background: #e6e6e2; }
 #scrub { flex: 1; }
-#frame { font-variant-numeric: tabular-nums; min-width: 170px; }
+#frame { font-variant-numeric: tabular-nums; min-width: 215px; }
 #bar label, #frame { white-space: nowrap; }
 #note { color: #666; }
 </style></head><body><div id="wrap">
@@ -179,7 +195,7 @@ html, body { margin: 0; height: 100%; background: #f4f4f2; font: 13px system-ui,
     for (let j = 1; j < J; j++) {
       const p = D.parents[j];
       if (p < 0) continue;
-      const side = D.names[j].indexOf("Left") === 0 ? "#b03030" : D.names[j].indexOf("Right") === 0 ? "#3050b0" : "#303030";
+      const side = D.side[j] > 0 ? "#b03030" : D.side[j] < 0 ? "#3050b0" : "#303030";
       line(J3(joints, frame, p, J), J3(joints, frame, j, J), side, 4);
     }
     ctx.fillStyle = "#202020";
