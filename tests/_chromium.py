@@ -172,7 +172,8 @@ def non_background_fraction(png_path, tol: int = 24) -> float:
     than ``tol`` in any channel."""
     import numpy as np
     from PIL import Image
-    a = np.asarray(Image.open(png_path).convert("RGB")).reshape(-1, 3).astype(int)
-    colours, counts = np.unique(a, axis=0, return_counts=True)
-    bg = colours[np.argmax(counts)]
+    a = np.asarray(Image.open(png_path).convert("RGB")).reshape(-1, 3).astype(np.int32)
+    packed = (a[:, 0] << 16) | (a[:, 1] << 8) | a[:, 2]
+    bg = int(np.argmax(np.bincount(packed)))              # the most common colour
+    bg = np.array([bg >> 16, (bg >> 8) & 255, bg & 255])
     return float(np.mean(np.abs(a - bg).max(axis=1) > tol))

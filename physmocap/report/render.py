@@ -51,6 +51,7 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
 
     fig = plt.figure(figsize=size)
     ax = fig.add_subplot(projection="3d")
+    fig.subplots_adjust(left=0.0, right=1.0, bottom=0.02, top=0.95)   # the body, not margins
     height = max(float(np.ptp(gpos[..., 2])), 0.5)
     r = 0.6 * height
     from .viewer import joint_side

@@ -34,8 +34,7 @@ def fig_residuals(tr: SolveTrace):
     plt = pyplot()
     M = len(tr.labels)
     fig, ax = plt.subplots(figsize=(12, 0.16 * M + 1.6))
-    cmap = plt.get_cmap("magma").copy()
-    cmap.set_bad("#9ecae1")                      # gaps in light blue
+    cmap = plt.get_cmap("magma").with_extremes(bad="#9ecae1")      # gaps in light blue
     im = ax.imshow(1000.0 * tr.residual.T, aspect="auto", interpolation="nearest", cmap=cmap,
                    vmin=0.0, vmax=RESIDUAL_TOP_MM, extent=_extent(tr, M))
     ax.set_yticks(range(M), tr.labels, fontsize=6)
