@@ -60,7 +60,7 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
              for j in range(len(parents)) if parents[j] >= 0]
     pairs = [(parents[j], j) for j in range(len(parents)) if parents[j] >= 0]
     dots = ax.plot([], [], [], "s", color="#1f9fd0", ms=3)[0] if pos is not None else None
-    res = ax.plot([], [], [], color="#e03020", lw=0.8)[0] if lm is not None else None
+    res = ax.plot([], [], [], color="#ff8c00", lw=1.2)[0] if lm is not None else None
     ax.set_box_aspect((1, 1, 1))
     ax.view_init(elev=elev, azim=azim)
     title = ax.set_title("")

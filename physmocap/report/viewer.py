@@ -207,7 +207,7 @@ html, body { margin: 0; height: 100%; background: #f4f4f2; font: 13px system-ui,
     if (markers) {
       for (let m = 0; m < M; m++) {
         const p = J3(markers, frame, m, M);
-        if (lms) line(p, J3(lms, frame, m, M), "#e03020", 1.5);
+        if (lms) line(p, J3(lms, frame, m, M), "#ff8c00", 2);
         const q = proj(p);
         if (q) { ctx.fillStyle = "#1f9fd0"; ctx.fillRect(q[0] - 3 * dpr, q[1] - 3 * dpr, 6 * dpr, 6 * dpr); }
       }
