@@ -23,6 +23,10 @@ EXAMPLES = {
     "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
                "  physmocap convert humanoid3d_walk.txt walk.bvh",
     "demo": "physmocap demo -o out/demo",
+    "report": "physmocap report walk.json -o walk.html   # reads the BVH and C3D the report names\n"
+              "  physmocap report out/*.json              # one page beside each report",
+    "view": "physmocap view walk.bvh --markers walk.c3d -o walk_view.html",
+    "render": "physmocap render walk.bvh --markers walk.c3d -o walk.gif --fps 25",
     "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
             "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
@@ -146,8 +150,9 @@ def _load_capture(path, up):
 
 def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: str = "humanoid",
                     static=None, report_path: Path | None = None, c3d_out: Path | None = None,
-                    quiet: bool = False, scene: str | None = None) -> dict:
-    """Solve ``markers`` and write BVH (+ report, cleaned C3D); returns the report."""
+                    quiet: bool = False, scene: str | None = None,
+                    report_html: Path | None = None) -> dict:
+    """Solve ``markers`` and write BVH (+ report, cleaned C3D, HTML report); returns the report."""
     from .io.bvh import write_bvh
     from .io.c3d import write_c3d
     from .io.atomic import atomic_write_text
@@ -169,6 +174,11 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         report["c3d_out"] = str(c3d_out)
     if report_path is not None:
         atomic_write_text(report_path, json.dumps(report, indent=2) + "\n")
+    if report_html is not None:
+        from .report.solve_html import write_solve_report
+        from .report.trace import trace_from_result
+        write_solve_report(trace_from_result(result, body), report, report_html)
+        report["report_html"] = str(report_html)
     return report
 
 
@@ -192,15 +202,20 @@ def _print_solve(rep: dict) -> None:
                                                  rep["joint_limit_hits"].items()))
     print(f"  solved in {rep['solve_seconds']:.1f} s (physical {rep['frames_per_second']:.0f} "
           f"frames/s)")
-    print(f"  wrote {rep['output']}" + (f", {rep['c3d_out']}" if rep.get("c3d_out") else ""))
+    print(f"  wrote {rep['output']}" + (f", {rep['c3d_out']}" if rep.get("c3d_out") else "")
+          + (f", {rep['report_html']}" if rep.get("report_html") else ""))
 
 
 def cmd_solve(args) -> int:
+    if args.report_html:
+        from .report._mpl import pyplot
+        pyplot()            # say that matplotlib is missing before a long solve, not after it
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,
                           Path(args.report) if args.report else None,
-                          Path(args.c3d_out) if args.c3d_out else None, args.quiet, args.scene)
+                          Path(args.c3d_out) if args.c3d_out else None, args.quiet, args.scene,
+                          Path(args.report_html) if args.report_html else None)
     if not args.quiet:
         _print_solve(rep)
         if args.report:
@@ -239,6 +254,67 @@ def cmd_demo(args) -> int:
               f"{1000 * pos_err.max():.1f} mm max (different limb lengths are calibrated, "
               f"so this includes the calibration error)")
         print(f"result     {out / 'solved.bvh'}  {out / 'report.json'}  {out / 'clean.c3d'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    """HTML solve reports rebuilt from what ``solve`` wrote (JSON report + the BVH and C3D)."""
+    from .report.solve_html import write_solve_report
+    from .report.trace import trace_from_files
+
+    reports = [Path(r) for r in args.reports]
+    if len(reports) > 1 and (args.output or args.bvh or args.c3d):
+        raise PhysmocapError("-o, --bvh and --c3d take one report; with several, each page is "
+                             "written beside its report (.html)")
+    for r in reports:
+        out = Path(args.output) if args.output else r.with_suffix(".html")
+        trace, rep = trace_from_files(r, bvh=args.bvh, c3d=args.c3d)
+        write_solve_report(trace, rep, out)
+        if not args.quiet:
+            print(f"wrote {out} ({trace.n_frames} frames, {len(trace.labels)} markers)")
+    return 0
+
+
+def _load_motion(path, unit):
+    obj = load_any(Path(path), unit=unit)
+    if not hasattr(obj, "skeleton"):
+        raise PhysmocapError("expected skeletal motion (BVH or DeepMimic clip); pass a C3D with "
+                             "--markers", path)
+    return obj
+
+
+def _load_markers(path):
+    if path is None:
+        return None
+    from .io.c3d import read_c3d
+    if Path(path).suffix.lower() != ".c3d":
+        raise PhysmocapError("--markers takes a C3D capture (.c3d)", path)
+    return read_c3d(path)
+
+
+def cmd_view(args) -> int:
+    from .report.viewer import write_viewer
+
+    motion = _load_motion(args.motion, args.unit)
+    markers = _load_markers(args.markers)
+    write_viewer(motion, args.output, markers)
+    if not args.quiet:
+        print(f"wrote {args.output} ({motion.n_frames} frames at {motion.fps:g} fps"
+              + (f", {len(markers.labels)} markers" if markers is not None else "")
+              + "); open it in a browser (works offline)")
+    return 0
+
+
+def cmd_render(args) -> int:
+    from .progress import Progress
+    from .report.render import render_motion
+
+    motion = _load_motion(args.motion, args.unit)
+    markers = _load_markers(args.markers)
+    n = render_motion(motion, args.output, markers, fps=args.fps,
+                      progress=Progress(not args.quiet))
+    if not args.quiet:
+        print(f"wrote {args.output} ({n} frames at {min(args.fps, motion.fps):g} fps)")
     return 0
 
 
@@ -444,6 +520,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
+    sp.add_argument("--report-html", help="HTML report with plots (needs the 'report' extra)")
+
+    sp = add("report", cmd_report, "HTML solve report(s) from solve's JSON report, BVH and C3D")
+    sp.add_argument("reports", nargs="+", help="JSON report(s) written by 'physmocap solve'")
+    sp.add_argument("-o", "--output", help="HTML page (default: the report's name with .html)")
+    sp.add_argument("--bvh", help="solved BVH (default: the report's 'output')")
+    sp.add_argument("--c3d", help="capture (default: the report's 'source')")
+
+    sp = add("view", cmd_view, "write a self-contained HTML page that plays a motion in 3D")
+    sp.add_argument("motion", help="BVH or DeepMimic clip")
+    sp.add_argument("--markers", help="C3D capture to draw with the skeleton")
+    sp.add_argument("-o", "--output", required=True, help="HTML page")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred)")
+
+    sp = add("render", cmd_render, "render a motion to a GIF or MP4 (offline, matplotlib)")
+    sp.add_argument("motion", help="BVH or DeepMimic clip")
+    sp.add_argument("--markers", help="C3D capture to draw with the skeleton")
+    sp.add_argument("-o", "--output", required=True, help="output .gif or .mp4 (needs ffmpeg)")
+    sp.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
     sp = add("play", cmd_play, "physical playback: the simulated body follows a motion, or a "
              "motion-matching database driven live by an input scene")
