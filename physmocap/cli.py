@@ -24,6 +24,8 @@ EXAMPLES = {
                "  physmocap convert humanoid3d_walk.txt walk.bvh",
     "demo": "physmocap demo -o out/demo",
     "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist",
+    "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
+             "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
     "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
               "--report fig8.json",
@@ -356,6 +358,30 @@ def cmd_play(args) -> int:
     return 0
 
 
+def cmd_batch(args) -> int:
+    """Solve a capture library (every .c3d under a folder); resumable; local or on Dask."""
+    from .batch import BatchSettings, format_summary, run_batch
+    from .progress import Progress
+
+    settings = BatchSettings(args.markerset, args.body, args.up, args.c3d_out)
+    summary = run_batch(args.input, args.output, settings, workers=args.workers,
+                        scheduler=args.scheduler, manifest=args.manifest, force=args.force,
+                        progress=Progress(not args.quiet))
+    if not args.quiet:
+        print(format_summary(summary))
+    if summary.failed:
+        raise PhysmocapError(f"{len(summary.failed)} of {len(summary.rows)} takes failed "
+                             f"(reasons in {Path(args.output) / 'summary.csv'})", args.input)
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -410,6 +436,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
                     help="assist: bounded root force and torque; physical: none (may fall)")
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
+
+    sp = add("batch", cmd_batch, "solve every capture in a folder (resumable; local or Dask)")
+    sp.epilog = ("static trials: a file whose name has the word static, calibration, calib or cal "
+                 "(words split at\n  non-alphanumerics and letter/digit changes) is a static "
+                 "trial. A motion trial uses the static\n  trial in its folder with the same "
+                 "other words (ignoring motion/dynamic/trial), else the\n  folder's only static "
+                 "trial, else none. A physmocap_batch.toml in INPUT overrides this:\n"
+                 "    exclude = [\"odd/*.c3d\"]\n    [static]\n"
+                 "    \"s1/walk.c3d\" = \"s1/tpose.c3d\"   # \"\" = no static trial\n"
+                 "resume: takes whose outputs are complete and up to date (done-stamp: input "
+                 "hash, settings)\n  are skipped; so are takes that failed on the same input "
+                 "(--force retries).\n" + sp.epilog)
+    sp.add_argument("input", help="folder searched recursively for .c3d captures")
+    sp.add_argument("-o", "--output", required=True, help="output folder (mirrors the input tree)")
+    sp.add_argument("--workers", type=_positive_int, help="local worker processes (default: "
+                    "CPU count)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (tcp://host:8786); "
+                    "workers must see the same paths; needs the 'cluster' extra")
+    sp.add_argument("--manifest", help=f"static-trial manifest (default: INPUT/physmocap_batch"
+                    f".toml if present)")
+    sp.add_argument("--force", action="store_true", help="solve every take again")
+    sp.add_argument("--markerset", default="auto", help="as for solve (default auto)")
+    sp.add_argument("--body", default="humanoid", help="body template name or file")
+    sp.add_argument("--up", help="captures' up axis if detection should be overridden")
+    sp.add_argument("--c3d-out", action="store_true", help="also write TAKE.clean.c3d")
 
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
                         description="motion matching: build a database, run a controller")
