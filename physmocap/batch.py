@@ -455,6 +455,28 @@ def run_batch(input_dir, out_dir, settings: BatchSettings = BatchSettings(), wor
     if not takes:
         raise PhysmocapError("no motion captures (.c3d) found", input_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with _lock(out):
+        summary = _run(takes, out, settings, workers, scheduler, force, progress)
+        summary.seconds = time.perf_counter() - t0
+        _write_summary(summary, out)
+    return summary
+
+
+@contextlib.contextmanager
+def _lock(out: Path):
+    """One batch at a time per output folder: a second run would redo the first one's takes."""
+    import fcntl
+
+    with open(out / ".physmocap_batch.lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise PhysmocapError("another physmocap batch is writing to this folder",
+                                 out) from None
+        yield
+
+
+def _run(takes, out, settings, workers, scheduler, force, progress) -> BatchSummary:
     say = progress or (lambda *a: None)
     rows = {}
     todo = []
@@ -480,9 +502,7 @@ def run_batch(input_dir, out_dir, settings: BatchSettings = BatchSettings(), wor
         else:
             n = (os.cpu_count() or 1) if workers is None else workers
             _run_local(todo, out, settings, min(n, len(todo)), done)
-    summary = BatchSummary([rows[t.name] for t in takes], time.perf_counter() - t0, str(out))
-    _write_summary(summary, out)
-    return summary
+    return BatchSummary([rows[t.name] for t in takes], 0.0, str(out))
 
 
 def _write_summary(s: BatchSummary, out: Path) -> None:

@@ -382,6 +382,10 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).splitlines())
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -390,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Optical motion capture to clean skeletal motion.",
         epilog="examples:\n  " + "\n  ".join(EXAMPLES.values()))
     p.add_argument("--version", action="version", version=_version())
+    _verbosity(p, False)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name, func, help_):
@@ -397,8 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog="example:\n  " + EXAMPLES[name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more (inferred units…)")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add("inspect", cmd_inspect, "summarise a C3D, BVH or DeepMimic clip")
@@ -463,7 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--c3d-out", action="store_true", help="also write TAKE.clean.c3d")
 
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
-                        description="motion matching: build a database, run a controller")
+                        description="motion matching: build a database, run a controller",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  " + EXAMPLES["mm build"] + "\n  "
+                        + EXAMPLES["mm run"])
+    _verbosity(mm, argparse.SUPPRESS)
     mm_sub = mm.add_subparsers(dest="mm_command", metavar="SUBCOMMAND", required=True)
 
     def add_mm(name, func, help_):
@@ -471,8 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                epilog="example:\n  " + EXAMPLES["mm " + name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add_mm("build", cmd_mm_build, "build a pose database from BVH clips")
@@ -499,6 +506,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _verbosity(parser, default) -> None:
+    """-q/-v, accepted before and after the command; a command's own flags default to SUPPRESS
+    so that they do not reset a global ``physmocap -q CMD``."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="print nothing on success (errors and warnings still go to stderr)")
+    g.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="say more (inferred units, each finished take…)")
+
+
 def _version() -> str:
     from . import __version__
     return f"physmocap {__version__}"
@@ -518,7 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PhysmocapError as exc:
-        print(f"physmocap: error: {exc}", file=sys.stderr)
+        print(f"physmocap: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except OSError as exc:      # a file the library did not open itself (permissions, disk full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"physmocap: error: {where}{exc.strerror or _one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)

@@ -127,6 +127,17 @@ def test_discovery_errors(tmp_path):
             discover(tmp_path)
 
 
+def test_one_batch_at_a_time_per_output_folder(tmp_path):
+    import fcntl
+
+    (tmp_path / "a.c3d").write_bytes(b"")
+    (tmp_path / "out").mkdir()
+    with open(tmp_path / "out" / ".physmocap_batch.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        with pytest.raises(PhysmocapError, match="another physmocap batch"):
+            run_batch(tmp_path, tmp_path / "out", workers=0)
+
+
 def test_output_folder_inside_input_is_not_searched(tmp_path):
     (tmp_path / "a.c3d").write_bytes(b"")
     (tmp_path / "out" / "x").mkdir(parents=True)
