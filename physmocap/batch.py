@@ -86,8 +86,15 @@ class BatchSettings:
     clean_c3d: bool = False
 
     def key(self) -> dict:
+        """What a done-stamp must match. A marker set or body given as a file counts by its
+        contents. (Code changes within one physmocap version do not: use ``force``.)"""
         from . import __version__
-        return {**asdict(self), "physmocap": __version__, "stamp_format": STAMP_FORMAT}
+        key = {**asdict(self), "physmocap": __version__, "stamp_format": STAMP_FORMAT}
+        for name in ("markerset", "body"):
+            value = getattr(self, name)
+            if value and Path(value).is_file():
+                key[name + "_sha256"] = _sha256(value)
+        return key
 
 
 @dataclass

@@ -363,7 +363,10 @@ def cmd_batch(args) -> int:
     from .batch import BatchSettings, format_summary, run_batch
     from .progress import Progress
 
-    settings = BatchSettings(args.markerset, args.body, args.up, args.c3d_out)
+    # Scene files as absolute paths: a Dask worker does not share our working directory.
+    scene = [str(Path(a).resolve()) if Path(a).is_file() else a for a in (args.markerset,
+                                                                          args.body)]
+    settings = BatchSettings(scene[0], scene[1], args.up, args.c3d_out)
     summary = run_batch(args.input, args.output, settings, workers=args.workers,
                         scheduler=args.scheduler, manifest=args.manifest, force=args.force,
                         progress=Progress(not args.quiet))

@@ -220,6 +220,15 @@ def test_up_to_date_check(library, reference, tmp_path):
     assert check_done(walk1, out2, settings) is None
 
 
+def test_a_marker_set_file_counts_by_its_contents(tmp_path):
+    f = tmp_path / "my_set.toml"
+    f.write_text("a = 1\n")
+    k1 = BatchSettings(markerset=str(f)).key()
+    f.write_text("a = 2\n")
+    assert BatchSettings(markerset=str(f)).key() != k1
+    assert "markerset_sha256" not in BatchSettings(markerset="cmu41").key()
+
+
 def test_killed_run_loses_no_finished_take(library, reference, tmp_path):
     """Kill a one-worker run as soon as its first take is stamped; the rerun solves only the
     rest, and every BVH equals the uninterrupted run's bytes."""

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import find_data_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -16,15 +18,19 @@ def test_the_three_notebooks_exist():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, data_dir, monkeypatch):
+def test_notebook_runs(path, monkeypatch):
     nbformat = pytest.importorskip("nbformat") if not os.environ.get("CI") else \
         __import__("nbformat")
     from nbclient import NotebookClient
 
-    # The kernel inherits this environment: the shared data, and one BLAS thread (on a busy
-    # 2-core machine OpenBLAS threads slow the solve several times). Plots use the kernel's
-    # inline backend (images in the outputs), so MPLBACKEND must not force another.
-    monkeypatch.setenv("PHYSMOCAP_DATA", str(data_dir))
+    # The kernel inherits this environment: the shared data (if any), and one BLAS thread (on
+    # a busy 2-core machine OpenBLAS threads slow the solve several times). Plots use the
+    # kernel's inline backend (images in the outputs), so MPLBACKEND must not force another.
+    data_dir = find_data_dir()
+    if data_dir is None and os.environ.get("CI"):
+        pytest.fail("shared data folder not found (../shared/data or $PHYSMOCAP_DATA)")
+    if data_dir is not None:            # else the notebooks use the embedded default
+        monkeypatch.setenv("PHYSMOCAP_DATA", str(data_dir))
     monkeypatch.delenv("MPLBACKEND", raising=False)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     nb = nbformat.read(path, as_version=4)
