@@ -47,5 +47,46 @@ def main() -> None:
                   f"{rep['foot_skate_mm']:6.1f}  {falls}")
 
 
+def live() -> None:
+    """The coupled loop (search, inertialization, retarget, physics step) on a Bandai-Namco
+    walking/running database, beside the controller alone (the kinematic reference)."""
+    import time
+
+    from physmocap.io.bvh import read_bvh as _read
+    from physmocap.matching.controller import Controller, run_controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.live import run_live
+    from physmocap.scene import _resolve
+
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*.bvh"))
+    db = build_database([_read(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    print(f"\nlive coupling, database {db.n_frames} frames ({len(files)} clips), 10 s per input, "
+          f"median of 3 runs")
+    print(f"{'input':14s} {'mode':9s} {'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} "
+          f"{'ctrl ms':>7s} {'phys ms':>7s} {'kin fps':>8s} {'err m':>6s} {'F mean':>6s}")
+    for name in ("straight_walk", "figure_eight"):
+        src = load_input(_resolve(name, "inputs", "input"))
+        for mode in ("assist",):
+            reps = [run_live(Controller(db, feats, src), 10.0, mode=mode).report()
+                    for _ in range(3)]
+            kin = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                run_controller(Controller(db, feats, src), 10.0)
+                kin.append(600 / (time.perf_counter() - t0))
+            med = lambda k: float(np.median([r[k] for r in reps]))  # noqa: E731
+            lat = np.median([r["latency_ms"]["median"] for r in reps])
+            p99 = np.median([r["latency_ms"]["p99"] for r in reps])
+            print(f"{name:14s} {mode:9s} {med('frames_per_second'):8.0f} {lat:7.2f} {p99:7.2f} "
+                  f"{med('controller_ms_median'):7.2f} {med('physics_ms_median'):7.2f} "
+                  f"{np.median(kin):8.0f} {med('tracking_error_m'):6.3f} "
+                  f"{med('root_assist_force_mean_n'):6.0f}")
+
+
 if __name__ == "__main__":
     main()
+    live()

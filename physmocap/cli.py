@@ -23,7 +23,8 @@ EXAMPLES = {
     "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
                "  physmocap convert humanoid3d_walk.txt walk.bvh",
     "demo": "physmocap demo -o out/demo",
-    "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist",
+    "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
+            "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
     "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
              "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
@@ -333,8 +334,10 @@ def cmd_play(args) -> int:
     from .scene import load_body
 
     if Path(args.motion).suffix.lower() == ".npz":
-        raise PhysmocapError("playing a motion-matching database live is not built yet; run "
-                             "'physmocap mm run' and play its BVH", args.motion)
+        return _play_live(args)
+    if args.input:
+        raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
+                             "motion plays as it is", args.motion)
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
@@ -354,6 +357,45 @@ def cmd_play(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{len(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
+        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+    return 0
+
+
+def _play_live(args) -> int:
+    """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .matching.controller import Controller
+    from .matching.database import load_database
+    from .matching.features import compute_features
+    from .matching.trajectory import load_input
+    from .playback.live import run_live
+    from .progress import Progress
+    from .scene import _read, _resolve
+
+    if not args.input:
+        raise PhysmocapError("playing a database needs an input scene: --input NAME (shipped: "
+                             "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
+                             "head_circle) or a file", args.motion)
+    db = load_database(args.motion)
+    scene_path = _resolve(args.input, "inputs", "input scene")
+    source = load_input(scene_path)
+    duration = args.duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
+    ctrl = Controller(db, compute_features(db), source)
+    live = run_live(ctrl, duration, mode=args.mode, progress=Progress(not args.quiet))
+    write_bvh(live.result.motion, args.output)
+    rep = live.report()
+    rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    if not args.quiet:
+        print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
+              f"simulated, mode {args.mode}")
+        print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
+              f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
+              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
+        print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
+              f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -387,6 +429,8 @@ def _positive_int(text: str) -> int:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).splitlines())
+
+
 
 
 # --- argument parsing -------------------------------------------------------------------------
@@ -436,8 +480,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
 
-    sp = add("play", cmd_play, "physical playback: the simulated body follows a motion")
-    sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body)")
+    sp = add("play", cmd_play, "physical playback: the simulated body follows a motion, or a "
+             "motion-matching database driven live by an input scene")
+    sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body), or "
+                    "a motion-matching database DB.npz with --input")
+    sp.add_argument("--input", help="input scene for a database (shipped name or TOML file)")
+    sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run] duration)")
+    sp.add_argument("--physics", action="store_true",
+                    help="accepted for symmetry with 'avatar --physics': play always simulates")
     sp.add_argument("-o", "--output", required=True, help="simulated motion (BVH)")
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",

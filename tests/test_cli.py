@@ -227,4 +227,4 @@ def test_play_writes_simulated_motion_and_report(tmp_path, capsys):
         assert key in rep
     assert (tmp_path / "sim.bvh").stat().st_size > 0
     code, out, err = run(["play", str(tmp_path / "db.npz"), "-o", str(tmp_path / "x.bvh")], capsys)
-    assert code == 1 and "not built yet" in err
+    assert code == 1 and "--input" in err and len(err.strip().splitlines()) == 1

@@ -54,3 +54,21 @@ def test_bandai_names_map_to_humanoid_bones(data_dir):
         b = out.gpos[:, body.skeleton.index(f"{side}Foot")] - out.gpos[:, 0]
         cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
         assert np.median(cos) > 0.9
+
+
+def test_zero_length_toes_keep_their_place_on_the_foot(data_dir):
+    """Bandai-Namco toes end in a zero-length end site, so the toe bone has no direction of its
+    own; the retargeted toes must point the way the foot points (not backwards or up)."""
+    from physmocap import quat
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    sk = load_body().skeleton
+    out = retarget(src, sk)
+    seg = sk.segment_vectors()
+    for side in ("Left", "Right"):
+        foot, toes = sk.index(side + "Foot"), sk.index(side + "Toes")
+        n = out.n_frames
+        d_foot = quat.rotate(out.grot[:, foot], np.broadcast_to(seg[foot], (n, 3)))
+        d_toes = quat.rotate(out.grot[:, toes], np.broadcast_to(seg[toes], (n, 3)))
+        cos = np.sum(d_foot[:, :2] * d_toes[:, :2], -1) / (
+            np.linalg.norm(d_foot[:, :2], axis=-1) * np.linalg.norm(d_toes[:, :2], axis=-1))
+        assert np.median(cos) > np.cos(np.radians(30)), side

@@ -72,14 +72,29 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
     d_t = _rest_bone_dirs(target)
     src_index = np.full(len(target), -1)
     pre = quat.identity((len(target),))
+    undefined = []
     for s_name, t_name in mapping.items():
         js, jt = source.index(s_name), target.index(t_name)
         src_index[jt] = js
+        if not (np.any(d_t[jt]) and np.any(d_s_world[js])):
+            undefined.append((js, jt))
+            continue
         # Aligning in the source joint's own frame instead would add the source rest frame's
         # rotation (a Y-up file's 90 degrees) as a roll about the bone.
-        c = quat.between(d_t[jt], d_s_world[js]) if np.any(d_t[jt]) and np.any(d_s_world[js]) \
-            else quat.identity()
+        c = quat.between(d_t[jt], d_s_world[js])
         pre[jt] = quat.mul(quat.conj(g_rest[js]), c)
+    # A bone without a direction (a leaf whose end site has zero length, e.g. Bandai-Namco's
+    # toes) takes its parent's alignment: it stays as it sits on its parent in both rest poses.
+    # (Aligning it to nothing would copy the source's rotation since its own rest pose, which for
+    # a file whose rest pose is not a T-pose turns the toes backwards.)
+    for js, jt in sorted(undefined, key=lambda x: x[1]):
+        pt = target.parents[jt]
+        if pt >= 0 and src_index[pt] >= 0:
+            ps = src_index[pt]
+            # G_t = G_s · P with G_s(rest) = g_rest[js]: keep the parent's rest offset
+            pre[jt] = quat.mul(quat.mul(quat.conj(g_rest[js]), g_rest[ps]), pre[pt])
+        else:
+            pre[jt] = quat.conj(g_rest[js])
     return src_index, pre
 
 
