@@ -29,6 +29,8 @@ EXAMPLES = {
     "render": "physmocap render walk.bvh --markers walk.c3d -o walk.gif --fps 25",
     "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
             "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
+    "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
+             "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
     "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
               "--report fig8.json",
@@ -474,6 +476,39 @@ def _play_live(args) -> int:
     return 0
 
 
+def cmd_batch(args) -> int:
+    """Solve a capture library (every .c3d under a folder); resumable; local or on Dask."""
+    from .batch import BatchSettings, format_summary, run_batch
+    from .progress import Progress
+
+    # Scene files as absolute paths: a Dask worker does not share our working directory.
+    scene = [str(Path(a).resolve()) if Path(a).is_file() else a for a in (args.markerset,
+                                                                          args.body)]
+    settings = BatchSettings(scene[0], scene[1], args.up, args.c3d_out)
+    summary = run_batch(args.input, args.output, settings, workers=args.workers,
+                        scheduler=args.scheduler, manifest=args.manifest, force=args.force,
+                        progress=Progress(not args.quiet))
+    if not args.quiet:
+        print(format_summary(summary))
+    if summary.failed:
+        raise PhysmocapError(f"{len(summary.failed)} of {len(summary.rows)} takes failed "
+                             f"(reasons in {Path(args.output) / 'summary.csv'})", args.input)
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).splitlines())
+
+
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -482,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Optical motion capture to clean skeletal motion.",
         epilog="examples:\n  " + "\n  ".join(EXAMPLES.values()))
     p.add_argument("--version", action="version", version=_version())
+    _verbosity(p, False)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name, func, help_):
@@ -489,8 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog="example:\n  " + EXAMPLES[name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more (inferred units…)")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add("inspect", cmd_inspect, "summarise a C3D, BVH or DeepMimic clip")
@@ -555,8 +590,37 @@ def build_parser() -> argparse.ArgumentParser:
                     help="assist: bounded root force and torque; physical: none (may fall)")
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
+    sp = add("batch", cmd_batch, "solve every capture in a folder (resumable; local or Dask)")
+    sp.epilog = ("static trials: a file whose name has the word static, calibration, calib or cal "
+                 "(words split at\n  non-alphanumerics and letter/digit changes) is a static "
+                 "trial. A motion trial uses the static\n  trial in its folder with the same "
+                 "other words (ignoring motion/dynamic/trial), else the\n  folder's only static "
+                 "trial, else none. A physmocap_batch.toml in INPUT overrides this:\n"
+                 "    exclude = [\"odd/*.c3d\"]\n    [static]\n"
+                 "    \"s1/walk.c3d\" = \"s1/tpose.c3d\"   # \"\" = no static trial\n"
+                 "resume: takes whose outputs are complete and up to date (done-stamp: input "
+                 "hash, settings)\n  are skipped; so are takes that failed on the same input "
+                 "(--force retries).\n" + sp.epilog)
+    sp.add_argument("input", help="folder searched recursively for .c3d captures")
+    sp.add_argument("-o", "--output", required=True, help="output folder (mirrors the input tree)")
+    sp.add_argument("--workers", type=_positive_int, help="local worker processes (default: "
+                    "CPU count)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (tcp://host:8786); "
+                    "workers must see the same paths; needs the 'cluster' extra")
+    sp.add_argument("--manifest", help=f"static-trial manifest (default: INPUT/physmocap_batch"
+                    f".toml if present)")
+    sp.add_argument("--force", action="store_true", help="solve every take again")
+    sp.add_argument("--markerset", default="auto", help="as for solve (default auto)")
+    sp.add_argument("--body", default="humanoid", help="body template name or file")
+    sp.add_argument("--up", help="captures' up axis if detection should be overridden")
+    sp.add_argument("--c3d-out", action="store_true", help="also write TAKE.clean.c3d")
+
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
-                        description="motion matching: build a database, run a controller")
+                        description="motion matching: build a database, run a controller",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  " + EXAMPLES["mm build"] + "\n  "
+                        + EXAMPLES["mm run"])
+    _verbosity(mm, argparse.SUPPRESS)
     mm_sub = mm.add_subparsers(dest="mm_command", metavar="SUBCOMMAND", required=True)
 
     def add_mm(name, func, help_):
@@ -564,8 +628,7 @@ def build_parser() -> argparse.ArgumentParser:
                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                epilog="example:\n  " + EXAMPLES["mm " + name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add_mm("build", cmd_mm_build, "build a pose database from BVH clips")
@@ -592,6 +655,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _verbosity(parser, default) -> None:
+    """-q/-v, accepted before and after the command; a command's own flags default to SUPPRESS
+    so that they do not reset a global ``physmocap -q CMD``."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="print nothing on success (errors and warnings still go to stderr)")
+    g.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="say more (inferred units, each finished take…)")
+
+
 def _version() -> str:
     from . import __version__
     return f"physmocap {__version__}"
@@ -611,7 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PhysmocapError as exc:
-        print(f"physmocap: error: {exc}", file=sys.stderr)
+        print(f"physmocap: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except OSError as exc:      # a file the library did not open itself (permissions, disk full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"physmocap: error: {where}{exc.strerror or _one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
