@@ -36,6 +36,10 @@ HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
                           for s, side in (("L", "Left"), ("R", "Right"))})
 
 
+#: Target joints aligned by the body's frame, not by their bone, in the reference pose.
+_FLAT_IN_REFERENCE = ("LeftFoot", "RightFoot")
+
+
 def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:
     """``(J, 3)`` unit direction of each joint's segment at rest, zero where it has no length."""
     seg = sk.segment_vectors()
@@ -133,7 +137,13 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
             undefined.append((js, jt))
             continue
         c = None
-        if axes_t is not None and axes_s is not None:
+        if axes_t is not None and axes_s is not None and target.names[jt] in _FLAT_IN_REFERENCE:
+            # Feet: flat in the reference pose means flat on the target, whatever pitch the
+            # source's ankle-to-toe bone has (Bandai-Namco's is 38 degrees, the template's 18): a
+            # foot aligned by its bone stands on its toes, and a simulated body on a flat foot
+            # then leans back by the difference.
+            c = quat.from_matrix(_basis(axes_s[1], axes_s[0]) @ _basis(axes_t[1], axes_t[0]).T)
+        elif axes_t is not None and axes_s is not None:
             k = 1 if abs(d_t[jt] @ axes_t[0]) > 0.8 else 0      # lateral, or forward if along it
             bt, bs = _basis(d_t[jt], axes_t[k]), _basis(d_s_world[js], axes_s[k])
             if bt is not None and bs is not None:
