@@ -142,6 +142,7 @@ class AvatarSettings:
         lock_blend: frames over which a released foot eases back to the animation.
         max_slide: m; a lock further than this from the animated foot is renewed.
         pole: ``(forward, outward, up)`` elbow pole direction in the body frame, per arm.
+        clavicle_deg: degrees a clavicle may turn so its arm reaches a far controller (0: off).
         head_span: frames of the backward difference for the naive baseline's head velocity.
     """
 
@@ -154,6 +155,7 @@ class AvatarSettings:
     lock_blend: int = 6
     max_slide: float = 0.25
     pole: tuple = (-0.3, 0.6, -1.0)
+    clavicle_deg: float = 30.0
     head_span: int = 6
 
 
@@ -211,6 +213,12 @@ class _Placer:
         # chains 0, 1: left and right leg; 2, 3: left and right arm (one batched IK call)
         self.A, self.B, self.C = (np.array([ch[i] for ch in legs + arms]) for i in range(3))
         self.feet = self.C[:2]
+        # a clavicle that carries only its arm may help it reach (see ``_clavicles``)
+        self.clav = [int(self.parents[a]) if self.parents[a] > 0 and
+                     self.sk.children(int(self.parents[a])) == [int(a)] else -1
+                     for a in self.A[2:]]
+        self.arm_len = (np.linalg.norm(self.offsets[self.B[2:]], axis=-1)
+                        + np.linalg.norm(self.offsets[self.C[2:]], axis=-1))
         self.lock = [None, None]        # locked foot position while in contact
         self.ease = [0.0, 0.0]          # 1 -> 0 after lift-off
         self.ease_from = [None, None]
@@ -233,6 +241,7 @@ class _Placer:
         if s.foot_lock:
             for side in (0, 1):
                 targets[side] = self._lock(side, targets[side], bool(contacts[side]))
+        self._clavicles(gpos, grot, lr, targets[2:])
         A, B, C = gpos[self.A], gpos[self.B], gpos[self.C]
         # poles: legs keep their current bend; elbows below, behind and outward (body frame)
         ac = (C[:2] - A[:2]) / np.linalg.norm(C[:2] - A[:2], axis=-1, keepdims=True)
@@ -252,6 +261,34 @@ class _Placer:
         rec.root_offset.append(off)
         rec.contacts.append(np.array(contacts, bool))
         return hips, quat.normalize(lr)
+
+    def _clavicles(self, gpos, grot, lr, targets) -> None:
+        """Turn a clavicle (at most ``settings.clavicle_deg``) just enough that its arm can
+        reach a controller beyond the arm's length; updates ``gpos``, ``grot``, ``lr`` in place.
+        Closed form: turning the shoulder point about the clavicle root toward the target by
+        ``theta`` gives ``d^2 = |v|^2 + |w|^2 - 2 |v| |w| cos(phi - theta)``."""
+        max_turn = np.radians(self.s.clavicle_deg)
+        for side, k in enumerate(self.clav):
+            a = self.A[2 + side]
+            reach = self.arm_len[side] - 1e-3
+            if k < 0 or max_turn <= 0 or np.linalg.norm(targets[side] - gpos[a]) <= reach:
+                continue
+            P = gpos[k]
+            v, w = gpos[a] - P, targets[side] - P
+            nv, nw = np.linalg.norm(v), np.linalg.norm(w)
+            axis = np.cross(v, w)
+            if nv < 1e-6 or np.linalg.norm(axis) < 1e-9:
+                continue
+            phi = np.arccos(np.clip(np.dot(v, w) / (nv * nw), -1.0, 1.0))
+            c = (nv * nv + nw * nw - reach * reach) / (2.0 * nv * nw)
+            theta = phi if c >= 1.0 else phi - np.arccos(max(c, -1.0))
+            theta = float(np.clip(theta, 0.0, max_turn))
+            Q = quat.from_axis_angle(axis / np.linalg.norm(axis), theta)
+            grot[k] = quat.mul(Q, grot[k])
+            lr[k] = quat.mul(quat.conj(grot[self.parents[k]]), grot[k])
+            for j in (a, self.B[2 + side], self.C[2 + side]):
+                gpos[j] = P + quat.rotate(Q, gpos[j] - P)
+                grot[j] = quat.mul(Q, grot[j])
 
     def _lock(self, side: int, target: np.ndarray, contact: bool) -> np.ndarray:
         s = self.s
@@ -285,27 +322,33 @@ def _typical_head_offset(db: PoseDatabase, head: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # the avatar
 
-def avatar_feature_spec(db: PoseDatabase, head_weight: float = 1.0,
+def avatar_feature_spec(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
                         base: FeatureSpec = FeatureSpec()) -> FeatureSpec:
-    """``base`` plus the head's velocity in character space (group ``head_vel``): the live
-    query fills it from the tracked head, so the search also matches the gait phase the head's
-    bob and sway reveal. ``head_weight`` 0 leaves the group out."""
+    """``base`` plus the head's velocity in character space now and at past ``frames`` (<= 0,
+    database frames; group ``head_vel``): the live query fills it from the tracked head, so the
+    search also matches the gait phase the head's bob and sway reveal. ``head_weight`` 0 leaves
+    the group out."""
     if head_weight <= 0:
         return base
+    frames = tuple(int(k) for k in frames)
+    if not frames or any(k > 0 for k in frames):
+        raise ShapeError(f"avatar head features: frames must be <= 0 (the future of a live "
+                         f"head is unknown), got {frames}")
     sk = output_skeleton(db)
     head = sk.names[find_tracked_joints(sk)[0]]
     return replace(base, extra=tuple(base.extra) + (
-        ExtraFeature(head, "velocity", (0,), float(head_weight), "head_vel"),))
+        ExtraFeature(head, "velocity", frames, float(head_weight), "head_vel"),))
 
 
-def avatar_features(db: PoseDatabase, head_weight: float = 1.0) -> FeatureDatabase:
+def avatar_features(db: PoseDatabase, head_weight: float = 4.0, frames=(0,)) -> FeatureDatabase:
     """``compute_features`` with ``avatar_feature_spec``."""
-    return compute_features(db, avatar_feature_spec(db, head_weight))
+    return compute_features(db, avatar_feature_spec(db, head_weight, frames))
 
 
 class _HeadController(Controller):
     """The controller with the live head velocity in the query (when the features have a
-    ``head_vel`` group); ``head_vel`` (3,) m/s world is set by the avatar every frame."""
+    ``head_vel`` group); ``head_vel`` ``(K, 3)`` m/s world, at the group's frames, is set by
+    the avatar every frame."""
 
     head_vel: np.ndarray | None = None
 
@@ -314,7 +357,7 @@ class _HeadController(Controller):
         f = self.features
         if self.head_vel is not None and "head_vel" in f.groups:
             q[f.groups["head_vel"]] = f.normalize(
-                quat.inv_rotate(self.root_rot, self.head_vel), "head_vel")
+                quat.inv_rotate(self.root_rot, self.head_vel).ravel(), "head_vel")
         return q
 
 
@@ -339,6 +382,10 @@ class Avatar:
                                      turn_speeds=settings.turn_speeds)
         self.head_offset = _typical_head_offset(db, self.placer.head + 1)
         yaw0 = self.source.heading(0.0)
+        head = [e for e in features.spec.extra if e.name == "head_vel"]
+        self.head_frames = np.array(head[0].frames if head else (), float)
+        if np.any(self.head_frames > 0):
+            raise ShapeError("avatar: the head_vel feature looks into the future")
         self.ctrl = _HeadController(db, features, self.source, settings.controller, index,
                                start_pos=self._user(self.track.pos[0, 0], yaw0), start_yaw=yaw0)
         self.dt = 1.0 / db.fps
@@ -359,7 +406,10 @@ class Avatar:
         pos, rot = self.track.sample(self.t)
         c = self.ctrl
         # causal head velocity (the database's is a central difference: one frame of lag)
-        c.head_vel = (pos[0] - self.track.sample(self.t - 2 * self.dt)[0][0]) / (2 * self.dt)
+        if len(self.head_frames):
+            t = self.t + self.head_frames * self.dt
+            p = self.track.sample(np.concatenate([t, t - 2 * self.dt]))[0][:, 0]
+            c.head_vel = (p[:len(t)] - p[len(t):]) / (2 * self.dt)
         user = self._user(pos[0], float(yaw_of(c.sim_rot)))
         c.sim_pos = c.sim_pos + self.s.sim_pull * (user - c.sim_pos)
         root_pos, root_rot, lpos, lrot = c.step()
