@@ -140,7 +140,8 @@ class AvatarSettings:
             position each frame (1: it is the user).
         foot_lock: keep feet in contact where they touched down.
         lock_blend: frames over which a released foot eases back to the animation.
-        max_slide: m; a lock further than this from the animated foot is renewed.
+        max_slide: m; a lock further than this from the animated foot slides toward it at
+            ``slide_speed`` m/s (no jump); a lock out of the leg's reach is dragged along.
         pole: ``(forward, outward, up)`` elbow pole direction in the body frame, per arm.
         clavicle_deg: degrees a clavicle may turn so its arm reaches a far controller (0: off).
         head_span: frames of the backward difference for the naive baseline's head velocity.
@@ -154,6 +155,7 @@ class AvatarSettings:
     foot_lock: bool = True
     lock_blend: int = 6
     max_slide: float = 0.25
+    slide_speed: float = 0.5
     pole: tuple = (-0.3, 0.6, -1.0)
     clavicle_deg: float = 30.0
     head_span: int = 6
@@ -167,6 +169,7 @@ class AvatarRecord:
     frame: list = field(default_factory=list)           # matched database frame
     hand_target: list = field(default_factory=list)     # (2, 3) m controller positions
     root_offset: list = field(default_factory=list)     # (3,) m body moved to meet the head
+    foot_target: list = field(default_factory=list)     # (2, 3) m contact joints' targets
     seconds: list = field(default_factory=list)         # wall time of the whole frame
     transitions: int = 0
 
@@ -196,6 +199,7 @@ class _Placer:
 
     def __init__(self, db: PoseDatabase, settings: AvatarSettings):
         self.s = settings
+        self.fps = db.fps
         self.sk = output_skeleton(db)
         self.parents = np.array(self.sk.parents)
         self.offsets = np.array(self.sk.offsets)
@@ -213,6 +217,7 @@ class _Placer:
         # chains 0, 1: left and right leg; 2, 3: left and right arm (one batched IK call)
         self.A, self.B, self.C = (np.array([ch[i] for ch in legs + arms]) for i in range(3))
         self.feet = self.C[:2]
+        self.toes = np.array([self.sk.index(n) for n in db.contact_joints])
         # a clavicle that carries only its arm may help it reach (see ``_clavicles``)
         self.clav = [int(self.parents[a]) if self.parents[a] > 0 and
                      self.sk.children(int(self.parents[a])) == [int(a)] else -1
@@ -220,6 +225,9 @@ class _Placer:
         self.arm_len = (np.linalg.norm(self.offsets[self.B[2:]], axis=-1)
                         + np.linalg.norm(self.offsets[self.C[2:]], axis=-1))
         self.lock = [None, None]        # locked foot position while in contact
+        self.last = [None, None]        # the foot target shown last frame
+        self.leg_len = (np.linalg.norm(self.offsets[self.B[:2]], axis=-1)
+                        + np.linalg.norm(self.offsets[self.C[:2]], axis=-1))
         self.ease = [0.0, 0.0]          # 1 -> 0 after lift-off
         self.ease_from = [None, None]
 
@@ -234,13 +242,15 @@ class _Placer:
         gpos, grot = _fk(self.parents, self.offsets, lr, hips)
         # root offset: the head meets the tracked head; the legs take up the vertical part
         off = pos[0] - gpos[self.head]
-        feet_anim = gpos[self.feet] + np.array([off[0], off[1], 0.0])
+        toes_anim = gpos[self.toes] + np.array([off[0], off[1], 0.0])
+        foot_vec = gpos[self.toes] - gpos[self.feet]     # kept: feet keep their world rotation
         hips = hips + off
         gpos = gpos + off
-        targets = np.concatenate([feet_anim, pos[1:]])
-        if s.foot_lock:
+        if s.foot_lock:      # the contact joints (toes) are held; the ankles follow the foot
             for side in (0, 1):
-                targets[side] = self._lock(side, targets[side], bool(contacts[side]))
+                toes_anim[side] = self._lock(side, toes_anim[side], bool(contacts[side]),
+                                             gpos[self.A[side]] + foot_vec[side])
+        targets = np.concatenate([toes_anim - foot_vec, pos[1:]])
         self._clavicles(gpos, grot, lr, targets[2:])
         A, B, C = gpos[self.A], gpos[self.B], gpos[self.C]
         # poles: legs keep their current bend; elbows below, behind and outward (body frame)
@@ -258,6 +268,7 @@ class _Placer:
         lr[self.head] = quat.mul(quat.conj(grot[self.parents[self.head]]),
                                  quat.mul(rot[0], quat.conj(self.R)))
         rec.hand_target.append(np.array(pos[1:]))
+        rec.foot_target.append(toes_anim.copy())
         rec.root_offset.append(off)
         rec.contacts.append(np.array(contacts, bool))
         return hips, quat.normalize(lr)
@@ -290,21 +301,44 @@ class _Placer:
                 gpos[j] = P + quat.rotate(Q, gpos[j] - P)
                 grot[j] = quat.mul(Q, grot[j])
 
-    def _lock(self, side: int, target: np.ndarray, contact: bool) -> np.ndarray:
+    def _lock(self, side: int, target: np.ndarray, contact: bool, hip: np.ndarray
+              ) -> np.ndarray:
+        """Where the contact joint (toe) goes this frame: held while in contact (from where it
+        was shown last, so touch-down does not jump), sliding at a bounded speed when the lock is
+        too far from the animation, dragged along when the leg cannot reach it, eased back to
+        the animation after lift-off. ``target``: its animated position; ``hip``: the leg's
+        root plus the foot vector (so ``lock - hip`` is the ankle's reach)."""
         s = self.s
+        last = self.last[side]
         if contact:
             lock = self.lock[side]
-            if lock is None or np.linalg.norm(lock - target) > s.max_slide:
-                lock = self.lock[side] = target.copy()
-            return lock
-        if self.lock[side] is not None:                # lift-off: ease back to the animation
-            self.ease_from[side], self.lock[side] = self.lock[side], None
-            self.ease[side] = 1.0
-        if self.ease[side] > 0:
-            self.ease[side] = max(self.ease[side] - 1.0 / max(s.lock_blend, 1), 0.0)
-            w = _smoothstep(self.ease[side])
-            return target + w * (self.ease_from[side] - target)
-        return target
+            if lock is None:
+                near = last is not None and np.linalg.norm(last - target) < s.max_slide
+                lock = (last if near else target).copy()
+            gap = target - lock
+            if np.linalg.norm(gap) > s.max_slide:
+                step = s.slide_speed / self.fps
+                lock = lock + gap * min(1.0, step / max(np.linalg.norm(gap), 1e-12))
+            # out of the leg's reach: dragged horizontally just enough to be reachable
+            r = 0.995 * self.leg_len[side]
+            rel = lock - hip
+            if np.linalg.norm(rel) > r:
+                horiz = np.hypot(rel[0], rel[1])
+                allowed = np.sqrt(max(r * r - rel[2] * rel[2], 0.0))
+                lock = lock.copy()
+                lock[:2] = hip[:2] + rel[:2] * (allowed / max(horiz, 1e-12))
+            self.lock[side] = out = lock
+        else:
+            if self.lock[side] is not None:            # lift-off: ease back to the animation
+                self.ease_from[side], self.lock[side] = self.lock[side], None
+                self.ease[side] = 1.0
+            out = target
+            if self.ease[side] > 0:
+                self.ease[side] = max(self.ease[side] - 1.0 / max(s.lock_blend, 1), 0.0)
+                w = _smoothstep(self.ease[side])
+                out = target + w * (self.ease_from[side] - target)
+        self.last[side] = out.copy()
+        return out
 
 
 def _rel_track(track: ThreePointTrack) -> ThreePointTrack:
@@ -340,9 +374,22 @@ def avatar_feature_spec(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
         ExtraFeature(head, "velocity", frames, float(head_weight), "head_vel"),))
 
 
-def avatar_features(db: PoseDatabase, head_weight: float = 4.0, frames=(0,)) -> FeatureDatabase:
-    """``compute_features`` with ``avatar_feature_spec``."""
-    return compute_features(db, avatar_feature_spec(db, head_weight, frames))
+def avatar_features(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
+                    per_axis: bool = True) -> FeatureDatabase:
+    """``compute_features`` with ``avatar_feature_spec``. ``per_axis``: the head group is
+    normalised per axis instead of by its mean spread (Holden's rule): the forward speed varies
+    from standing to running by metres per second and would drown the few tenths of a metre
+    per second of sideways sway and vertical bob that tell the left step from the right."""
+    feats = compute_features(db, avatar_feature_spec(db, head_weight, frames))
+    if head_weight <= 0 or not per_axis:
+        return feats
+    sl = feats.groups["head_vel"]
+    raw = feats.denormalize(np.asarray(feats.X[:, sl], float), "head_vel")
+    scale = np.array(feats.scale)
+    scale[sl] = np.maximum(raw.std(axis=0), 1e-6) / float(head_weight)
+    X = np.array(feats.X)
+    X[:, sl] = (raw - feats.offset[sl]) / scale[sl]
+    return replace(feats, X=X, scale=scale)
 
 
 class _HeadController(Controller):
