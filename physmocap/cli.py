@@ -488,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--head-weight", type=float, default=4.0,
-                    help="weight of the head-velocity feature in the search (default 4; 0: trajectory only)")
+                    help="weight of the head-velocity feature in the search (default 4; "
+                         "0: trajectory only)")
     sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
     sp.set_defaults(parser=sp)
 

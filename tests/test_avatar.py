@@ -16,7 +16,7 @@ from physmocap.cli import main
 from physmocap.errors import FileFormatError, PhysmocapError, ShapeError, UnknownNameError
 from physmocap.io.bvh import read_bvh
 from physmocap.io.tracking import COLUMNS, read_tracking, write_tracking
-from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_feature_spec,
+from physmocap.matching.avatar import (Avatar, avatar_feature_spec,
                                        avatar_features, avatar_report, extract_track,
                                        find_tracked_joints, lower_body_joints, naive_avatar,
                                        rest_frame, run_avatar)

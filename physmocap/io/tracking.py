@@ -1,6 +1,6 @@
 """Three-point tracking files (head + two hand controllers): CSV, metres, seconds, Z up, xyzw.
 
-Schema (documented for users in ``scenes/inputs/README.md``)::
+Schema (documented for users in ``scenes/README.md``)::
 
     # any number of comment lines starting with '#'
     t,head_x,head_y,head_z,head_qx,head_qy,head_qz,head_qw,lhand_x,…,lhand_qw,rhand_x,…,rhand_qw

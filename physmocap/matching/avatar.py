@@ -598,8 +598,10 @@ def _match_joints(out: Skeleton, truth: Skeleton) -> tuple[list[int], list[int]]
 
 def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
                   truth: Motion | None = None) -> dict:
-    """JSON figures of an avatar run (``record.hand_target`` must hold one entry per frame). With ``truth`` (a motion whose head and hands made the
-    track, on the same time base): position errors in world space (after the root placement;
+    """JSON figures of an avatar run (``record`` holds one entry per frame of ``motion``).
+
+    With ``truth`` (a motion whose head and hands made the track, on the same time base,
+    starting at the track's first sample): position errors in world space (after the root placement;
     joints matched by name, or by ``HUMANOID_NAME_MAP`` name), ``mpjpe_m`` over all matched
     joints, ``lower_body_error_m`` over hips and legs, the truth's own foot skate and jitter at
     the database rate. Always: ``hand_error_m`` (wrists to controllers), reachability, foot
