@@ -491,6 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="weight of the head-velocity feature in the search (default 4; "
                          "0: trajectory only)")
     sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
+    sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
+                "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
     sp.set_defaults(parser=sp)
 
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
