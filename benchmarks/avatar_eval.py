@@ -18,7 +18,8 @@ frames' contacts (mm/frame), jitter (m/s^3), per-frame latency (ms, median and p
 frames). Methods:
 
 * ``naive``: every frame the database pose nearest by the head alone (height, velocity in the
-  head's frame, tilt), body facing from the head's yaw; no trajectory, no transitions.
+  head's frame, tilt), body facing from the head's yaw; no trajectory, no transitions. Its
+  latency counts one batched k-d tree query per clip, shared out over the frames.
 * ``mm traj``: motion matching on the head's spring-predicted trajectory only (head weight 0).
 * ``mm traj+head``: the same plus the live head velocity in the query (the default avatar).
 

@@ -125,6 +125,14 @@ def test_bad_files_raise_one_clear_error(tmp_path, text, message):
     assert str(path) in str(exc.value) and "\n" not in str(exc.value)
 
 
+def test_bom_and_crlf_are_read(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (HEADER + "\r\n" + _row(0.0) + "\r\n" + _row(0.5)
+                                          + "\r\n").encode())
+    track = read_tracking(path)
+    assert track.n_samples == 2 and track.pos[1, 0, 2] == 1.6
+
+
 def test_missing_and_binary_files(tmp_path):
     with pytest.raises(FileFormatError, match="no such tracking file"):
         read_tracking(tmp_path / "nope.csv")

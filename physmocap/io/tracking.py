@@ -26,7 +26,7 @@ COLUMNS = ["t"] + [f"{p}_{c}" for p in POINTS for c in ("x", "y", "z", "qx", "qy
 def read_tracking(path) -> ThreePointTrack:
     """Read a tracking CSV; every problem is one ``FileFormatError`` naming the file and row."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:     # a spreadsheet's BOM is fine
             lines = fh.read().splitlines()
     except FileNotFoundError:
         raise FileFormatError("no such tracking file", path) from None

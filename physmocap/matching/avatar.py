@@ -605,7 +605,9 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
     joints matched by name, or by ``HUMANOID_NAME_MAP`` name), ``mpjpe_m`` over all matched
     joints, ``lower_body_error_m`` over hips and legs, the truth's own foot skate and jitter at
     the database rate. Always: ``hand_error_m`` (wrists to controllers), reachability, foot
-    skate (contacts of the shown database frames), jitter, per-frame latency."""
+    skate (contacts of the shown database frames), jitter, and ``latency_ms``: the wall time
+    of each frame's update (sampling, search, blending, placement, IK), not a device's
+    end-to-end latency."""
     feet = tuple(db.contact_joints)
     contacts = np.array(record.contacts)
     sk = motion.skeleton
