@@ -32,6 +32,9 @@ EXAMPLES = {
     "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
              "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
+    "avatar": "physmocap avatar extract held_out.bvh -o track.csv\n"
+              "  physmocap avatar db.npz --tracking track.csv -o avatar.bvh --truth held_out.bvh "
+              "--report avatar.json",
     "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
               "--report fig8.json",
 }
@@ -472,6 +475,66 @@ def _play_live(args) -> int:
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
+def cmd_avatar(args) -> int:
+    """``avatar extract CLIP -o TRACK.csv`` or ``avatar DB.npz --tracking TRACK.csv -o OUT.bvh``."""
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .io.tracking import read_tracking, write_tracking
+    from .matching import avatar as av
+    from .progress import Progress
+
+    if args.inputs[0] == "extract":
+        if len(args.inputs) != 2:
+            args.parser.error("avatar extract takes one clip: avatar extract CLIP.bvh -o TRACK.csv")
+        motion = load_any(Path(args.inputs[1]), unit=args.unit)
+        if not hasattr(motion, "skeleton"):
+            raise PhysmocapError("extract needs skeletal motion (a BVH or clip), not markers",
+                                 args.inputs[1])
+        try:
+            track = av.extract_track(motion)
+        except PhysmocapError as exc:
+            raise PhysmocapError(exc.reason, args.inputs[1]) from None
+        names = [motion.skeleton.names[j] for j in av.find_tracked_joints(motion.skeleton)]
+        write_tracking(track, args.output, comment=f"extracted from {args.inputs[1]} (joints "
+                       f"{', '.join(names)}; {motion.fps:g} fps)")
+        if not args.quiet:
+            print(f"wrote {args.output}: {track.n_samples} samples ({track.duration:.2f} s) of "
+                  f"head {names[0]}, hands {names[1]}, {names[2]}")
+        return 0
+    if len(args.inputs) != 1:
+        args.parser.error("give one database: avatar DB.npz --tracking TRACK.csv -o OUT.bvh")
+    if not args.tracking:
+        args.parser.error("avatar DB.npz needs --tracking TRACK.csv")
+    from .io.bvh import read_bvh
+    from .matching.database import load_database
+
+    track = read_tracking(args.tracking)
+    truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
+    db = load_database(args.inputs[0])
+    feats = av.avatar_features(db, args.head_weight)
+    avatar = av.Avatar(db, feats, track)
+    motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))
+    write_bvh(motion, args.output)
+    try:
+        rep = av.avatar_report(db, motion, record, truth)
+    except PhysmocapError as exc:
+        raise PhysmocapError(exc.reason, args.truth) from None
+    rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
+               output=str(args.output), truth=args.truth, head_weight=args.head_weight)
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
+    if not args.quiet:
+        lat = rep["latency_ms"]
+        print(f"{args.tracking}: {motion.n_frames} frames at {motion.fps:g} fps, "
+              f"{rep['transitions']} transitions, latency {lat['median']:.2f} ms median, "
+              f"{lat['p99']:.2f} ms p99 per frame")
+        print(f"  hands {1000 * rep['hand_error_m']:.1f} mm from the controllers (reachable in "
+              f"{100 * rep['hand_reachable_fraction']:.0f} % of frames)")
+        if truth is not None:
+            print(f"  against {args.truth}: joints {rep['mpjpe_m']:.3f} m, lower body "
+                  f"{rep['lower_body_error_m']:.3f} m")
+        print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame, jitter {rep['jitter']:.0f} "
+              f"m/s^3")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -607,13 +670,29 @@ def build_parser() -> argparse.ArgumentParser:
                     "CPU count)")
     sp.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (tcp://host:8786); "
                     "workers must see the same paths; needs the 'cluster' extra")
-    sp.add_argument("--manifest", help=f"static-trial manifest (default: INPUT/physmocap_batch"
-                    f".toml if present)")
+    sp.add_argument("--manifest", help="static-trial manifest (default: INPUT/physmocap_batch"
+                    ".toml if present)")
     sp.add_argument("--force", action="store_true", help="solve every take again")
     sp.add_argument("--markerset", default="auto", help="as for solve (default auto)")
     sp.add_argument("--body", default="humanoid", help="body template name or file")
     sp.add_argument("--up", help="captures' up axis if detection should be overridden")
     sp.add_argument("--c3d-out", action="store_true", help="also write TAKE.clean.c3d")
+    sp = add("avatar", cmd_avatar, "three-point avatar: a full body from a head-mounted display "
+             "and two hand controllers (motion matching + arm IK)")
+    sp.add_argument("inputs", nargs="+", metavar="DB.npz | extract CLIP.bvh",
+                    help="a database from 'physmocap mm build', or 'extract' and a clip whose "
+                         "head and wrists become a tracking file")
+    sp.add_argument("-o", "--output", required=True, help="output BVH (avatar) or CSV (extract)")
+    sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
+    sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
+    sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--head-weight", type=float, default=4.0,
+                    help="weight of the head-velocity feature in the search (default 4; "
+                         "0: trajectory only)")
+    sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
+    sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
+                "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
+    sp.set_defaults(parser=sp)
 
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
                         description="motion matching: build a database, run a controller",
