@@ -78,7 +78,7 @@ def live() -> None:
             print(f"{name:14s} {mode:9s} {rep['tracking_error_m']:6.3f} "
                   f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
                   f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f}  {falls}")
-    print(f"\nspeed, straight_walk, median of 3 runs of 10 s")
+    print("\nspeed, straight_walk, median of 3 runs of 10 s")
     print(f"{'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} {'ctrl ms':>7s} {'phys ms':>7s} "
           f"{'controller alone fps':>21s}")
     src = load_input(_resolve("straight_walk", "inputs", "input"))

@@ -514,13 +514,30 @@ def cmd_avatar(args) -> int:
     feats = av.avatar_features(db, args.head_weight)
     avatar = av.Avatar(db, feats, track)
     motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))
-    write_bvh(motion, args.output)
+    physics = None
+    if args.physics:
+        # the avatar's motion on the simulated body: retargeted, then tracked with gravity and
+        # ground contact (the hands then follow the controllers only as well as the body tracks)
+        from .matching.retarget import retarget
+        from .motion import Motion
+        from .playback.track import track
+        from .scene import load_body
+        body = load_body()
+        src = Motion(motion.skeleton, motion.fps, motion.root_pos, motion.lrot,
+                     dict(motion.meta, up=db.up))
+        physics = track(retarget(src, body.skeleton), body, mode=args.mode,
+                        progress=Progress(not args.quiet))
+        write_bvh(physics.motion, args.output)
+    else:
+        write_bvh(motion, args.output)
     try:
         rep = av.avatar_report(db, motion, record, truth)
     except PhysmocapError as exc:
         raise PhysmocapError(exc.reason, args.truth) from None
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
+    if physics is not None:
+        rep["physics"] = physics.report()
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
     if not args.quiet:
@@ -535,6 +552,10 @@ def cmd_avatar(args) -> int:
                   f"{rep['lower_body_error_m']:.3f} m")
         print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame, jitter {rep['jitter']:.0f} "
               f"m/s^3")
+        if physics is not None:
+            ph = rep["physics"]
+            print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
+                  f"assist {ph['root_assist_force_mean_n']:.0f} N mean, falls {len(ph['falls'])}")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -690,6 +711,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="weight of the head-velocity feature in the search (default 4; "
                          "0: trajectory only)")
     sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
+    sp.add_argument("--physics", action="store_true",
+                    help="track the avatar with the simulated body; the output is the simulation "
+                         "and the report gains a 'physics' section")
+    sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
+                    help="with --physics: root assist or fully physical (see play)")
     sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
                 "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
     sp.set_defaults(parser=sp)

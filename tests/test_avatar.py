@@ -349,6 +349,26 @@ def test_cli_end_to_end(tmp_path, data_dir, small_db, capsys):
     assert motion.n_frames == rep["frames"] == int(np.floor(track.duration * 60 + 1e-6)) + 1
 
 
+def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir, small_db,
+                                                              capsys):
+    db, _ = small_db
+    save_database(db, tmp_path / "db.npz")
+    clip = _clip(data_dir, "walk_normal_001")
+    assert main(["avatar", "extract", str(clip), "-o", str(tmp_path / "t.csv"), "-q"]) == 0
+    assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
+                 "-o", str(tmp_path / "sim.bvh"), "--physics", "--report",
+                 str(tmp_path / "r.json")]) == 0
+    assert "simulated (assist)" in capsys.readouterr().out
+    rep = json.loads((tmp_path / "r.json").read_text())
+    ph = rep["physics"]
+    assert ph["mode"] == "assist" and not ph["falls"]
+    # a walking avatar on the body: the 3 cm target for assisted playback
+    assert ph["tracking_error_m"] < 0.03
+    sim = read_bvh(tmp_path / "sim.bvh")
+    assert sim.skeleton.names[0] == "Hips" and "LeftUpperLeg" in sim.skeleton.names
+    assert sim.n_frames == rep["frames"]
+
+
 def test_cli_errors(tmp_path, small_db, capsys):
     db, _ = small_db
     save_database(db, tmp_path / "db.npz")

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from physmocap.batch import (BatchSettings, Take, check_done, discover, format_summary,
