@@ -20,8 +20,8 @@ EXAMPLES = {
              "  physmocap solve walk.c3d -o walk.bvh --static static.c3d --markerset cmu41 "
              "--c3d-out clean.c3d",
     "inspect": "physmocap inspect capture.c3d\n  physmocap inspect walk.bvh --json",
-    "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
-               "  physmocap convert humanoid3d_walk.txt walk.bvh",
+    "convert": "physmocap convert walk.bvh -o out.bvh --out-unit m --order XYZ\n"
+               "  physmocap convert humanoid3d_walk.txt -o walk.bvh",
     "demo": "physmocap demo -o out/demo",
     "report": "physmocap report walk.json -o walk.html   # reads the BVH and C3D the report names\n"
               "  physmocap report out/*.json              # one page beside each report",
@@ -135,14 +135,17 @@ def cmd_inspect(args) -> int:
 def cmd_convert(args) -> int:
     from .io.bvh import write_bvh
 
+    if (args.output is None) == (args.output_pos is None):
+        args.parser.error("give the output once: convert IN.bvh -o OUT.bvh")
+    output = args.output or args.output_pos
     obj = load_any(Path(args.input), unit=args.in_unit, up=args.in_up)
     if not hasattr(obj, "skeleton"):
         raise PhysmocapError("convert writes skeletal motion; a C3D holds markers (the solver "
                              "turns markers into motion)", args.input)
-    write_bvh(obj, args.output, unit=args.unit, up=args.up, order=args.order)
+    write_bvh(obj, output, unit=args.out_unit, up=args.out_up, order=args.order)
     if not args.quiet:
-        print(f"wrote {args.output} ({obj.n_frames} frames, {len(obj.skeleton)} joints, "
-              f"{args.unit}, {args.up}-up, {args.order})")
+        print(f"wrote {output} ({obj.n_frames} frames, {len(obj.skeleton)} joints, "
+              f"{args.out_unit}, {args.out_up}-up, {args.order})")
     return 0
 
 
@@ -620,13 +623,18 @@ def build_parser() -> argparse.ArgumentParser:
                                  "detected for C3D")
 
     sp = add("convert", cmd_convert, "convert skeletal motion to a portable BVH")
-    sp.add_argument("input")
-    sp.add_argument("output")
-    sp.add_argument("--in-unit", help="input BVH unit; default: inferred")
-    sp.add_argument("--in-up", help="input up axis; default: y")
-    sp.add_argument("--unit", default="cm", help="output unit (default cm)")
-    sp.add_argument("--up", default="y", help="output up axis (default y)")
+    sp.add_argument("input", help="BVH or DeepMimic clip")
+    sp.add_argument("output_pos", nargs="?", metavar="OUTPUT",
+                    help="output BVH (or give it with -o, like every other command)")
+    sp.add_argument("-o", "--output", help="output BVH")
+    # --unit / --up name the INPUT's unit and axis, as in every other command
+    sp.add_argument("--unit", "--in-unit", dest="in_unit",
+                    help="input BVH length unit; default: inferred")
+    sp.add_argument("--up", "--in-up", dest="in_up", help="input up axis; default: y")
+    sp.add_argument("--out-unit", default="cm", help="output unit (default cm)")
+    sp.add_argument("--out-up", default="y", help="output up axis (default y)")
     sp.add_argument("--order", default="ZXY", help="output rotation order (default ZXY)")
+    sp.set_defaults(parser=sp)
 
     sp = add("solve", cmd_solve, "solve a C3D capture with the physical marker solver")
     sp.add_argument("capture", help="motion trial (.c3d)")

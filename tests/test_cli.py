@@ -163,8 +163,16 @@ def test_multi_line_errors_are_joined(monkeypatch, capsys):
 def test_convert_round_trip(data_dir, tmp_path, capsys):
     out = tmp_path / "o.bvh"
     code, _, _ = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh"),
-                      str(out), "--unit", "m", "--order", "XYZ"], capsys)
+                      "-o", str(out), "--out-unit", "m", "--order", "XYZ"], capsys)
     assert code == 0 and out.read_text().startswith("HIERARCHY")
+    from physmocap.io.bvh import read_bvh
+    a = read_bvh(data_dir / "bvh/games105/lab2_motion_material_idle.bvh")
+    b = read_bvh(out, unit="m")
+    np.testing.assert_allclose(b.gpos, a.gpos, atol=1e-5)
+    # the output given twice is a usage error (exit 2)
+    with pytest.raises(SystemExit) as exc:
+        main(["convert", str(out), str(out), "-o", str(out)])
+    assert exc.value.code == 2
 
 
 def test_demo_end_to_end(tmp_path, capsys):
