@@ -51,6 +51,10 @@ HALFLIFE_RATE = 1.6783469900166605
 
 
 def _halflife(h) -> np.ndarray:
+    if type(h) is float:            # the per-frame controller's case: skip numpy's overhead
+        if not (0.0 < h < np.inf):
+            raise ShapeError(f"halflife must be finite and > 0 seconds, got {h!r}")
+        return h
     h = np.asarray(h, dtype=float)
     if not np.all(h > 0) or not np.all(np.isfinite(h)):
         bad = h.min() if h.size else h
