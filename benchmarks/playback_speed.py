@@ -1,6 +1,7 @@
-"""Frames per second of physical playback (one character, the shipped humanoid).
+"""Frames per second and tracking figures of physical playback (one character, the shipped
+humanoid): clips, the solved real captures, and motion matching coupled live.
 
-    python benchmarks/playback_speed.py
+    python benchmarks/playback_speed.py [clips] [solved] [live]     (default: all three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``.
@@ -96,6 +97,36 @@ def live() -> None:
     print("(ctrl ms: controller step + retarget + foot levelling; phys ms: the tracker's step)")
 
 
+def solved() -> None:
+    """Physical playback of the real captures as the marker solver solves them (the takes of
+    ``benchmarks/solve_real.py``), in both modes."""
+    from solve_real import CAPTURES
+
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    body = load_body()
+    root = data_dir() / "c3d"
+    print("\nsolved captures, played back")
+    print(f"{'capture':32s} {'mode':9s} {'frames':>6s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} "
+          f"{'pen mm':>6s} {'skate':>6s}  falls")
+    for name, static in CAPTURES:
+        t = read_c3d(root / f"{name}.c3d")
+        st = read_c3d(root / f"{static}.c3d") if static else None
+        motion = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
+        for mode in ("assist", "physical"):
+            rep = track(motion, body, mode).report()
+            falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
+            print(f"{name:32s} {mode:9s} {rep['frames']:6d} {rep['tracking_error_m']:6.3f} "
+                  f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
+                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f}  {falls}")
+
+
 if __name__ == "__main__":
-    main()
-    live()
+    import sys
+    parts = {"clips": main, "solved": solved, "live": live}
+    for part in (sys.argv[1:] or parts):
+        if part not in parts:
+            raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] (default: all)")
+        parts[part]()

@@ -153,6 +153,19 @@ class BodyTemplate:
                             mass, self.radius * k, self.name, self.source)
 
 
+    def with_skeleton(self, skeleton: Skeleton) -> "BodyTemplate":
+        """This template's joints on ``skeleton`` (same joints, other limb lengths: a calibrated
+        subject). Radii scale by the ratio of standing heights, masses by its cube."""
+        if not skeleton.same_structure(self.skeleton):
+            raise ShapeError(f"with_skeleton: the skeleton's joints are not the template "
+                             f"{self.name!r}'s")
+        other = BodyTemplate(skeleton, self.joint_type, self.axis, self.limits, self.mass,
+                             self.radius, self.name, self.source)
+        k = other.height / self.height
+        return BodyTemplate(skeleton, self.joint_type, self.axis, self.limits, self.mass * k ** 3,
+                            self.radius * k, self.name, self.source)
+
+
 @dataclass(frozen=True, eq=False)
 class MarkerSetSpec:
     """A marker set as a scene file states it: markers attached to segments by joint name.

@@ -213,6 +213,12 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     markers = clean.markers_only()
     assert len(markers.labels) == 41 and not np.isnan(markers.pos).any()   # gaps filled
     assert "LeftLowerLeg_JC" in clean.labels and clean.is_virtual[clean.index("LeftLowerLeg_JC")]
+    # the solve plays back on the subject's own body (its calibrated limb lengths)
+    code, out, err = run(["play", str(tmp_path / "o.bvh"), "-o", str(tmp_path / "sim.bvh"),
+                          "--report", str(tmp_path / "p.json"), "-q"], capsys)
+    assert code == 0, err
+    play = json.loads((tmp_path / "p.json").read_text())
+    assert play["frames"] == 268 and play["tracking_error_m"] < 0.05
 
 
 def test_solver_errors_name_the_capture(data_dir, tmp_path, capsys):

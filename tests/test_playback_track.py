@@ -181,3 +181,23 @@ def test_level_feet_unrolls_feet_and_toes(body):
         j = sk.index(name)
         assert quat.rotate(out.grot[0, j], up)[2] > 0.99, name
         np.testing.assert_allclose(out.gpos[0, j], m.gpos[0, j], atol=1e-9)
+
+
+def test_a_solved_subject_plays_on_its_own_body(body):
+    """A motion on the template's joints with other limb lengths (a solve's output) is simulated
+    with the subject's body: the template's joints on those lengths, masses by volume."""
+    sk = body.skeleton.scaled(1.1)
+    F = 90
+    m = Motion(sk, 60.0, np.tile(sk.offsets[0], (F, 1)), quat.identity((F, len(body))))
+    r = track(m, body, "assist")
+    assert r.report()["tracking_error_m"] < 0.01 and not r.falls
+    np.testing.assert_allclose(r.motion.skeleton.offsets, sk.offsets)
+    sub = body.with_skeleton(sk)
+    assert sub.total_mass == pytest.approx(body.total_mass * 1.1 ** 3)
+    with pytest.raises(ShapeError):
+        body.with_skeleton(_other_skeleton())
+
+
+def _other_skeleton():
+    from physmocap.skeleton import Skeleton
+    return Skeleton(("A", "B"), np.array([-1, 0]), np.array([[0, 0, 1.0], [0, 0, 0.5]]))

@@ -335,13 +335,14 @@ class TrackResult:
         }
 
 
-def _on_template(motion: Motion, body: BodyTemplate) -> Motion:
+def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
+    """The body to simulate ``motion`` with: ``body`` itself, or ``body`` on the motion's own
+    limb lengths when it has the template's joints (a solved capture: the subject's body)."""
     sk = body.skeleton
     if motion.skeleton.same_structure(sk):
-        if not np.allclose(motion.skeleton.offsets[1:], sk.offsets[1:], atol=1e-6):
-            raise ShapeError("track: the motion has the template's joints but other limb "
-                             "lengths; retarget it: retarget(motion, body.skeleton)")
-        return motion
+        if np.allclose(motion.skeleton.offsets[1:], sk.offsets[1:], atol=1e-6):
+            return body
+        return body.with_skeleton(motion.skeleton)
     raise ShapeError(
         f"track: the motion's skeleton ({len(motion.skeleton)} joints: "
         f"{', '.join(motion.skeleton.names[:5])}, …) is not the body template "
@@ -354,7 +355,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     """Simulate the body following ``motion`` (on the template's skeleton).
 
     Args:
-        motion: the reference, on ``body.skeleton`` (``retarget`` other skeletons first).
+        motion: the reference, on ``body.skeleton``, or on the template's joints with other limb
+            lengths (a solved capture: simulated with that subject's body,
+            ``BodyTemplate.with_skeleton``); ``retarget`` other skeletons first.
         body: the body template (default: the shipped ``humanoid``).
         mode: ``"assist"`` (bounded root force/torque toward the reference root) or
             ``"physical"`` (joint torques only).
@@ -368,7 +371,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     body = body or load_body()
     if mode not in MODES:
         raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
-    ref = _on_template(motion, body)
+    body = _on_template(motion, body)
+    ref = motion
     if ref.n_frames < 2:
         raise ShapeError("track: the reference needs at least 2 frames")
     if loops > 1:
