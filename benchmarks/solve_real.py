@@ -79,10 +79,31 @@ def main() -> None:
             print("    16_57 solved vs Vicon joint centres (mm, mean over frames; similarity "
                   f"scale {s:.3f}): " + ", ".join(f"{n} {1000 * np.nanmean(d[:, i]):.1f}"
                                                   for i, n in enumerate(names)))
+            # The reference is not rigid with the markers: a rigid thigh keeps its knee centre
+            # at one distance from KNE, Vicon's centre wanders (and from frame ~180, standing,
+            # sits ~10 cm ahead of KNE with the thigh markers upright).
+            for side in "LR":
+                kd = 1000 * np.linalg.norm(centres.pos[:, centres.index(f"{side}FE0")]
+                                           - centres.pos[:, centres.index(f"{side}KNE")], axis=-1)
+                print(f"    16_57 reference check: Vicon {side}FE0 to {side}KNE {np.nanmin(kd):.0f}.."
+                      f"{np.nanmax(kd):.0f} mm (mean |deviation from median| "
+                      f"{np.nanmean(np.abs(kd - np.nanmedian(kd))):.0f} mm: the least a rigid "
+                      "thigh can be off)")
         if name.startswith("pig/"):
             allp = read_c3d(root / f"{name}.c3d", points="all", up="z")
             g = r.motion.gpos
             sk_names = r.motion.skeleton.names
+            # Plug-in Gait's own joint centres (femur origin = knee, tibia origin = ankle, femur
+            # proximal point = hip; Davis hip, KNE/ANK-based knee and ankle): evaluation only
+            out = []
+            for side in ("Left", "Right"):
+                for lab, jn, what in (("FEP", "UpperLeg", "hip"), ("FEO", "LowerLeg", "knee"),
+                                      ("TIO", "Foot", "ankle")):
+                    dd = np.linalg.norm(g[:, sk_names.index(side + jn)]
+                                        - allp.pos[:, allp.index(side[0] + lab)], axis=-1)
+                    out.append(f"{side[0]}{what} {1000 * np.nanmean(dd):.1f}")
+            print("    solved vs Plug-in Gait joint centres (mm, mean over frames): "
+                  + ", ".join(out))
             for side in ("Left", "Right"):
                 hip, knee, ankle = (g[:, sk_names.index(side + j)] for j in JOINTS)
                 th, sh = knee - hip, ankle - knee
