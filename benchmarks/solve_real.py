@@ -79,6 +79,9 @@ def main() -> None:
             print("    16_57 solved vs Vicon joint centres (mm, mean over frames; similarity "
                   f"scale {s:.3f}): " + ", ".join(f"{n} {1000 * np.nanmean(d[:, i]):.1f}"
                                                   for i, n in enumerate(names)))
+            print("    same over frames 0-179 (the run; standing after it, Vicon's knee centres "
+                  "leave the KNE markers, below): " + ", ".join(
+                      f"{n} {1000 * np.nanmean(d[:180, i]):.1f}" for i, n in enumerate(names)))
             # The reference is not rigid with the markers: a rigid thigh keeps its knee centre
             # at one distance from KNE, Vicon's centre wanders (and from frame ~180, standing,
             # sits ~10 cm ahead of KNE with the thigh markers upright).

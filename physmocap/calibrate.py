@@ -84,7 +84,7 @@ def _fk(skeleton: Skeleton, lrot: np.ndarray, root: np.ndarray):
 
 
 def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: np.ndarray,
-              prior_bone: float = 2.0, prior_marker: float = 4.0,
+              prior_bone: float = 0.5, prior_marker: float = 8.0,
               template: tuple[Skeleton, MarkerSet] | None = None, symmetric: bool = False
               ) -> tuple[Skeleton, MarkerSet, float]:
     """Linear least squares for bone and marker offsets with global rotations held fixed.
@@ -95,7 +95,12 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
         prior_bone, prior_marker: weight (in equivalent observations) pulling each bone
             offset, and each marker's offset from its anchor joint (``marker_anchors``), toward
             ``template`` (default: the current values). A marker's prior scales with its
-            weight squared: soft-tissue markers (weight 0.5) are placed loosely.
+            weight squared: soft-tissue markers (weight 0.5) are placed loosely. The bone prior
+            is the weaker: limb lengths and alignment vary between people more than a bony
+            landmark's offset from its joint centre. Against 2 / 4 on the shared captures,
+            0.5 / 8 brought the Plug-in Gait walk's hip centres from 19 to 10 mm of Plug-in
+            Gait's own and 16_57's leg joints 1-2 mm nearer Vicon's, for 0.2-0.8 mm more marker
+            RMS (still below the former isotropic priors on every capture but NexGen, equal).
         symmetric: tie ``Left*``/``Right*`` bones as mirror images across the rest frame's
             x-z plane (the template's left is +y). Off by default: on the shared captures it made
             the CMU and Plug-in Gait solves worse (asymmetric subjects and marker placements).
