@@ -39,6 +39,9 @@ def similarity(a: np.ndarray, b: np.ndarray):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="one capture, e.g. cmu/16_57")
+    ap.add_argument("--pig-axes", action="store_true",
+                    help="also solve the Plug-in Gait walk calibrated on itself (functional knee "
+                         "axes) and print how far Plug-in Gait's thigh frames turn from ours")
     args = ap.parse_args()
     from physmocap.io.c3d import read_c3d
     from physmocap.scene import load_body, pick_markerset
@@ -79,10 +82,46 @@ def main() -> None:
             print("    16_57 solved vs Vicon joint centres (mm, mean over frames; similarity "
                   f"scale {s:.3f}): " + ", ".join(f"{n} {1000 * np.nanmean(d[:, i]):.1f}"
                                                   for i, n in enumerate(names)))
+            print("    same over frames 0-179 (the run; standing after it, Vicon's knee centres "
+                  "leave the KNE markers, below): " + ", ".join(
+                      f"{n} {1000 * np.nanmean(d[:180, i]):.1f}" for i, n in enumerate(names)))
+            # The reference is not rigid with the markers: a rigid thigh keeps its knee centre
+            # at one distance from KNE, Vicon's centre wanders (and from frame ~180, standing,
+            # sits ~10 cm ahead of KNE with the thigh markers upright).
+            for side in "LR":
+                kd = 1000 * np.linalg.norm(centres.pos[:, centres.index(f"{side}FE0")]
+                                           - centres.pos[:, centres.index(f"{side}KNE")], axis=-1)
+                print(f"    16_57 reference check: Vicon {side}FE0 to {side}KNE {np.nanmin(kd):.0f}.."
+                      f"{np.nanmax(kd):.0f} mm (mean |deviation from median| "
+                      f"{np.nanmean(np.abs(kd - np.nanmedian(kd))):.0f} mm: the least a rigid "
+                      "thigh can be off)")
         if name.startswith("pig/"):
             allp = read_c3d(root / f"{name}.c3d", points="all", up="z")
             g = r.motion.gpos
             sk_names = r.motion.skeleton.names
+            # Plug-in Gait's own joint centres (femur origin = knee, tibia origin = ankle, femur
+            # proximal point = hip; Davis hip, KNE/ANK-based knee and ankle): evaluation only
+            out = []
+            for side in ("Left", "Right"):
+                for lab, jn, what in (("FEP", "UpperLeg", "hip"), ("FEO", "LowerLeg", "knee"),
+                                      ("TIO", "Foot", "ankle")):
+                    dd = np.linalg.norm(g[:, sk_names.index(side + jn)]
+                                        - allp.pos[:, allp.index(side[0] + lab)], axis=-1)
+                    out.append(f"{side[0]}{what} {1000 * np.nanmean(dd):.1f}")
+            print("    solved vs Plug-in Gait joint centres (mm, mean over frames): "
+                  + ", ".join(out))
+            if args.pig_axes:
+                from physmocap import quat
+                own = solve_capture(t, pick_markerset(t.labels), body).motion  # no static
+                for what, mo in (("static-calibrated", r.motion), ("walk-calibrated", own)):
+                    tw = []
+                    for side in ("Left", "Right"):
+                        o = allp.pos[:, allp.index(f"{side[0]}FEO")]
+                        ant = allp.pos[:, allp.index(f"{side[0]}FEA")] - o
+                        loc = quat.inv_rotate(mo.grot[:, sk_names.index(side + "UpperLeg")], ant)
+                        tw.append(f"{side} {np.degrees(np.arctan2(np.nanmedian(loc[:, 1]), np.nanmedian(loc[:, 0]))):+.1f}")
+                    print(f"    Plug-in Gait thigh frame turned from our {what} thigh about its "
+                          f"long axis (deg): {', '.join(tw)}")
             for side in ("Left", "Right"):
                 hip, knee, ankle = (g[:, sk_names.index(side + j)] for j in JOINTS)
                 th, sh = knee - hip, ankle - knee
@@ -91,13 +130,17 @@ def main() -> None:
                 # model outputs were scaled like positions (mm -> m): undo to get degrees
                 ref = allp.pos[:, allp.index(f"{side[0]}KneeAngles"), 0] * 1000.0
                 ok = ~np.isnan(ref)
+                # a knee axis off the true one shows as varus/valgus that follows flexion
+                varus = allp.pos[:, allp.index(f"{side[0]}KneeAngles"), 1] * 1000.0
+                slope = np.polyfit(ref[ok], varus[ok], 1)[0]
                 rms = np.sqrt(np.mean((ours[ok] - ref[ok]) ** 2))
                 bias = float(np.mean(ours[ok] - ref[ok]))
                 print(f"    {side} knee flexion vs Plug-in Gait: RMS {rms:.1f} deg, bias "
                       f"{bias:+.1f} deg, RMS after removing the bias "
                       f"{np.sqrt(max(rms ** 2 - bias ** 2, 0.0)):.1f} deg "
                       f"(range ours {ours[ok].min():.0f}..{ours[ok].max():.0f}, "
-                      f"PiG {ref[ok].min():.0f}..{ref[ok].max():.0f})")
+                      f"PiG {ref[ok].min():.0f}..{ref[ok].max():.0f}); PiG's own varus per "
+                      f"degree of flexion {slope:+.2f} (axis error ~{np.degrees(np.arctan(abs(slope))):.0f} deg)")
 
 
 if __name__ == "__main__":
