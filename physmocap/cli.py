@@ -155,7 +155,12 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     from .solver.pipeline import cleaned_markers, solve_capture
 
     body = load_body(body_name)
-    spec = pick_markerset(markers.labels) if markerset == "auto" else load_markerset(markerset)
+    try:
+        spec = pick_markerset(markers.labels) if markerset == "auto" else load_markerset(markerset)
+    except PhysmocapError as exc:   # name the capture: "physmocap: error: FILE: …"
+        if exc.path is not None:
+            raise
+        raise type(exc)(exc.reason, markers.meta.get("path") or "<capture>") from None
     env = load_environment(scene) if scene else None
     result = solve_capture(markers, spec, body, static=static, environment=env,
                            progress=Progress(not quiet))

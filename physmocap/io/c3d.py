@@ -425,11 +425,12 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
 
     Returns:
         ``MarkerTrajectories`` with ``pos (F, M, 3)`` m, NaN where a sample is invalid (residual
-        < 0, NaN, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
+        < 0, NaN, infinite, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
         (declared|inferred|assumed), up, up_source (declared|detected|assumed — assumed only when
         there is no valid marker data, then +z), first_frame (1-based, as in the header),
         n_points_in_file, n_virtual, processor, parser, analog_rate (when the file has analog
-        channels), analog_only (True for files with analog data but no points).
+        channels), analog_only (True for files with analog data but no points), nonfinite_samples
+        (when some valid-flagged samples held infinite coordinates).
 
     Raises:
         FileFormatError: empty, truncated, corrupt or unsupported (MIPS) files; files whose
@@ -459,7 +460,9 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
 
     pos = np.transpose(pts, (2, 1, 0)).copy()  # (F, N, 3)
     res = np.asarray(raw["residuals"], float).reshape(n, n_frames)
-    bad = (res.T < 0) | np.isnan(pos).any(axis=2) | np.all(pos == 0.0, axis=2)
+    # Infinite coordinates (a broken exporter) are missing samples too; counted in meta.
+    nonfinite = np.isinf(pos).any(axis=2) & ~(res.T < 0)
+    bad = (res.T < 0) | ~np.isfinite(pos).all(axis=2) | np.all(pos == 0.0, axis=2)
     pos[bad] = np.nan
 
     labels, subject, prefixes = _labels_and_subject(params, n)
@@ -487,6 +490,11 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         "n_points_in_file": n, "n_virtual": int(virt.sum()), "processor": hdr["processor"],
         "parser": parser,
     }
+    if nonfinite.any():
+        meta["nonfinite_samples"] = int(nonfinite[:, ~virt if points == "markers" else
+                                                  slice(None)].sum())
+        warnings.warn(f"{path}: {int(nonfinite.sum())} samples have infinite coordinates; read "
+                      f"as missing", stacklevel=2)
     if analog_used > 0 or hdr["analog_per_frame"] > 0:
         arate = float((_param(params, "ANALOG", "RATE") or [0.0])[0] or 0.0)
         if arate > 0:
