@@ -300,7 +300,7 @@ def test_bad_files_raise_file_format_error(db60, tmp_path):
         load_database(other)
     good = tmp_path / "good.npz"
     save_database(db60, good)
-    with np.load(good) as z:
+    with np.load(good, allow_pickle=False) as z:
         data = dict(z)
     data["version"] = np.array(99)
     np.savez(tmp_path / "v99.npz", **data)

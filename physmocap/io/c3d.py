@@ -44,6 +44,12 @@ __all__ = ["read_c3d", "write_c3d"]
 CHILD_TIMEOUT = 60.0
 
 _PROCESSORS = {84: "intel", 85: "dec", 86: "mips"}
+#: The C3D format's limit on a parameter's dimensions.
+_MAX_DIMS = 7
+#: Numeric parameters ezc3d dereferences as single values.
+_SCALARS = {b"POINT": {b"USED", b"SCALE", b"RATE", b"FRAMES", b"DATA_START"},
+            b"ANALOG": {b"USED", b"RATE", b"GEN_SCALE"},
+            b"ROTATION": {b"USED", b"RATE", b"DATA_START", b"RATIO"}}
 
 # Labels of markers that sit high / low on a standing body, to tell +axis from -axis.
 _HEAD = {"LFHD", "RFHD", "LBHD", "RBHD", "HEAD", "C7", "CLAV", "LSHO", "RSHO", "TOP", "VERTEX"}
@@ -147,6 +153,9 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
         b = fh.read(end - poff)
     corrupt = "the parameter section is corrupt ({}); re-export the file from the capture software"
     i = 4
+    groups: dict[int, str] = {}          # id -> name
+    params: list[tuple[int, int]] = []   # (group id, byte) of each parameter
+    empty: list[tuple[int, bytes, int]] = []   # numeric parameters without values
     while True:
         if i + 2 > len(b):
             raise FileFormatError(corrupt.format(
@@ -155,7 +164,7 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
         nlen = abs(struct.unpack_from("b", b, i)[0])
         gid = struct.unpack_from("b", b, i + 1)[0]
         if nlen == 0:
-            return  # regular end of the section
+            break  # regular end of the section
         j = i + 2 + nlen  # the 2-byte pointer to the next record
         fixed = j + 2 + (1 if gid < 0 else 2)
         if fixed > len(b):
@@ -163,23 +172,54 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
                 f"a record at byte {poff + i} runs into the data section or past the end of the file"),
                 path)
         nxt = struct.unpack_from("<H", b, j)[0]
-        if gid > 0:
+        name = bytes(b[i + 2:j]).upper()
+        if gid < 0:
+            # ezc3d segfaults (strict mode too) on a group id defined twice
+            if -gid in groups:
+                raise FileFormatError(corrupt.format(
+                    f"group id {-gid} is defined twice (byte {poff + i})"), path)
+            groups[-gid] = name
+            desc = j + 2
+        elif gid > 0:
             typ, ndim = struct.unpack_from("b", b, j + 2)[0], b[j + 3]
             if typ not in (-1, 1, 2, 4):
                 raise FileFormatError(corrupt.format(
                     f"a parameter at byte {poff + i} has unknown data type {typ}"), path)
+            if ndim > _MAX_DIMS:    # the C3D limit; ezc3d segfaults on absurd dimension counts
+                raise FileFormatError(corrupt.format(
+                    f"a parameter at byte {poff + i} has {ndim} dimensions (at most "
+                    f"{_MAX_DIMS})"), path)
             dims = b[j + 4:j + 4 + ndim]
-            nbytes = abs(typ) * int(np.prod(np.frombuffer(dims, np.uint8), dtype=float))
+            count = int(np.prod(np.frombuffer(dims, np.uint8), dtype=float))
+            nbytes = abs(typ) * count
             if len(dims) < ndim or j + 4 + ndim + nbytes > len(b):
                 raise FileFormatError(corrupt.format(
                     f"a parameter at byte {poff + i} declares {nbytes:.0f} bytes of values that do "
                     f"not fit in the section"), path)
+            if typ != -1 and count == 0:
+                empty.append((gid, name, poff + i))
+            params.append((gid, poff + i))
+            desc = j + 4 + ndim + nbytes
+        # ezc3d reads the description length as a signed byte and segfaults on -1
+        if gid != 0 and (desc >= len(b) or b[desc] >= 128):
+            raise FileFormatError(corrupt.format(
+                f"the record at byte {poff + i} has an invalid description length"), path)
         if nxt == 0:
-            return  # last record
+            break  # last record
         if j + nxt < fixed:
             raise FileFormatError(corrupt.format(
                 f"the record at byte {poff + i} points backwards"), path)
         i = j + nxt
+    orphans = [at for g, at in params if g not in groups]
+    if orphans:
+        raise FileFormatError(corrupt.format(
+            f"the parameter at byte {orphans[0]} belongs to no group"), path)
+    for g, name, at in empty:
+        # ezc3d reads these as single values without checking (segfault on an empty one)
+        if name in _SCALARS.get(groups[g], ()):
+            raise FileFormatError(corrupt.format(
+                f"parameter {groups[g].decode(errors='replace')}:{name.decode(errors='replace')}"
+                f" at byte {at} has no value"), path)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,222 @@
+"""Hostile files: whatever bytes physmocap is given to read (C3D, BVH, scene TOML/JSON, input
+scenes, pose-database .npz), it raises ``PhysmocapError`` or returns data: no other exception,
+no crash, no hang, memory bounded, and nothing it loads can run code (no pickle).
+
+The coverage-guided counterpart (atheris) is ``benchmarks/fuzz_readers.py``. Crafted files live
+in ``tmp_path``; the shared data are only read.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physmocap import scene
+from physmocap.errors import FileFormatError, PhysmocapError
+from physmocap.io import c3d as c3dmod
+from physmocap.io.bvh import loads_bvh
+from physmocap.io.c3d import read_c3d, write_c3d
+from physmocap.markers import MarkerTrajectories
+from physmocap.matching import database, trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                  HealthCheck.too_slow])
+
+
+def _only_physmocap_errors(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(*a, **k)
+        except PhysmocapError as exc:
+            assert "\n" not in str(exc)        # one line
+            return exc
+
+
+# ------------------------------------------------------------------------------------- C3D
+
+@pytest.fixture(scope="module")
+def c3d_seeds(data_dir, tmp_path_factory):
+    """A small real file (a single-frame Plug-in Gait trial) and a tiny written one."""
+    d = tmp_path_factory.mktemp("seeds")
+    pos = np.random.default_rng(1).normal(size=(5, 3, 3))
+    pos[2, 1] = np.nan
+    write_c3d(MarkerTrajectories(("LFHD", "C7", "LTOE"), 100.0, pos), d / "tiny.c3d")
+    return [(data_dir / "c3d-odd/PiG_Calibration-FlatFoot-One.c3d").read_bytes(),
+            (d / "tiny.c3d").read_bytes()]
+
+
+@settings(max_examples=30, **SLOW)
+@given(seed=st.integers(0, 1), edits=st.lists(
+    st.tuples(st.integers(0, 4095), st.integers(0, 255)), min_size=1, max_size=8),
+    cut=st.one_of(st.none(), st.integers(0, 30000)))
+def test_c3d_byte_mutations(c3d_seeds, tmp_path, monkeypatch, seed, edits, cut):
+    """Random bytes in the header and parameter section (where parsers go wrong), and cuts."""
+    monkeypatch.setattr(c3dmod, "CHILD_TIMEOUT", 20.0)
+    b = bytearray(c3d_seeds[seed])
+    for off, val in edits:
+        if off < len(b):
+            b[off] = val
+    p = tmp_path / "m.c3d"
+    p.write_bytes(bytes(b[:cut]) if cut is not None else bytes(b))
+    out = _only_physmocap_errors(read_c3d, p, points="all")
+    assert isinstance(out, (MarkerTrajectories, PhysmocapError))
+
+
+def test_c3d_header_claiming_huge_data_allocates_nothing(c3d_seeds, tmp_path):
+    """65535 frames x 65535 points (the header's maximum, 68 GB) in a tiny file: refused after
+    reading a few kB, before any parser allocates."""
+    b = bytearray(c3d_seeds[1])
+    b[2:4] = struct.pack("<H", 65535)            # points
+    b[8:10] = struct.pack("<H", 65535)           # last frame
+    p = tmp_path / "huge.c3d"
+    p.write_bytes(bytes(b))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError, match="header declares"):
+            read_c3d(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 2**20
+
+
+# ------------------------------------------------------------------------------------- BVH
+
+SMALL_BVH = """HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT Spine
+  {
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+Frames: 2
+Frame Time: 0.0333333
+0 90 0 0 0 0 0 0 0
+1 90 0 10 0 0 5 0 0
+"""
+
+
+@pytest.mark.parametrize("frames", ["1000000000", "99999999999999999999"])
+def test_bvh_claiming_a_billion_frames_allocates_nothing(frames):
+    text = SMALL_BVH.replace("Frames: 2", f"Frames: {frames}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError, match="truncated"):
+            loads_bvh(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * 2**20
+
+
+@settings(max_examples=150, deadline=2000)
+@given(edits=st.lists(st.tuples(st.integers(0, len(SMALL_BVH)), st.binary(max_size=4)),
+                      max_size=6))
+def test_bvh_byte_mutations(edits):
+    b = bytearray(SMALL_BVH.encode())
+    for off, val in edits:
+        b[off:off + len(val)] = val
+    out = _only_physmocap_errors(loads_bvh, b.decode("utf-8", errors="replace"))
+    if not isinstance(out, PhysmocapError):
+        assert np.all(np.isfinite(out.lrot)) and np.all(np.isfinite(out.root_pos))
+
+
+# ------------------------------------------------------------------------- scenes and inputs
+
+LOADERS = [scene.load_markerset, scene.load_body, scene.load_environment, trajectory.load_input]
+SHIPPED = ["markersets/cmu41.toml", "bodies/humanoid.toml", "environments/bar.toml",
+           "inputs/figure_eight.toml"]
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8))
+json_values = st.recursive(scalars, lambda c: st.one_of(
+    st.lists(c, max_size=4), st.dictionaries(st.sampled_from(
+        ["meta", "markers", "joint", "name", "parent", "type", "offset", "segment", "weight",
+         "axis", "limits", "mass", "radius", "input", "kind", "key", "object", "hold", "t",
+         "points", "x"]) | st.text(max_size=4), c, max_size=5)), max_leaves=25)
+
+
+@settings(max_examples=120, **SLOW)
+@given(kind=st.integers(0, 3), doc=json_values)
+def test_scene_loaders_on_random_json(tmp_path_factory, kind, doc):
+    p = tmp_path_factory.mktemp("s") / "x.json"
+    p.write_text(json.dumps(doc, allow_nan=True))
+    _only_physmocap_errors(LOADERS[kind], p)
+
+
+@settings(max_examples=120, **SLOW)
+@given(kind=st.integers(0, 3), edits=st.lists(
+    st.tuples(st.integers(0, 3000), st.text(alphabet="[]{}=\"'.,#0123456789ex-+ \n", max_size=3)),
+    min_size=1, max_size=5))
+def test_shipped_scenes_mutated(tmp_path_factory, kind, edits):
+    text = (ROOT / "scenes" / SHIPPED[kind]).read_text()
+    for off, val in edits:
+        off = off % (len(text) + 1)
+        text = text[:off] + val + text[off + len(val):]
+    p = tmp_path_factory.mktemp("s") / "x.toml"
+    p.write_text(text)
+    _only_physmocap_errors(LOADERS[kind], p)
+
+
+# --------------------------------------------------------------------------- npz: no pickle
+
+class _Evil:
+    """Unpickling this would create a file: proof that code ran."""
+
+    def __init__(self, flag):
+        self.flag = flag
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.flag),))
+
+
+def test_object_array_npz_is_refused_and_runs_nothing(tmp_path):
+    flag = tmp_path / "pwned"
+    arr = np.empty(1, dtype=object)
+    arr[0] = _Evil(str(flag))
+    p = tmp_path / "evil.npz"
+    with open(p, "wb") as fh:
+        np.savez(fh, format=np.array(database.FORMAT), version=np.array(database.VERSION),
+                 names=arr, info=arr)
+    with pytest.raises(FileFormatError, match="not a readable"):
+        database.load_database(p)
+    assert not flag.exists()
+    # the lenient C3D child's transport refuses it too
+    from physmocap.io import _c3d_child
+    with pytest.raises(ValueError, match="allow_pickle"):
+        _c3d_child.load_npz(str(p))
+    assert not flag.exists()
+
+
+def test_every_np_load_refuses_pickles():
+    """Source scan: each ``np.load(`` in the package and its tools passes allow_pickle=False."""
+    calls = []
+    for folder in ("physmocap", "benchmarks", "tests"):
+        for f in (ROOT / folder).rglob("*.py"):
+            text = f.read_text()
+            for m in re.finditer(r"np\.load\((?:[^()]|\([^()]*\))*\)", text):
+                calls.append((f.name, m.group(0)))
+    assert calls                                              # the scan finds the loaders
+    bad = [c for c in calls if "allow_pickle=False" not in c[1]]
+    assert bad == []
+    lib = [c for c in calls if not c[0].startswith("test_")]
+    assert {c[0] for c in lib} >= {"database.py", "_c3d_child.py"}
