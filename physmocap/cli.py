@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -46,6 +47,14 @@ def load_any(path: Path, unit: str | None = None, up: str | None = None):
         return read_deepmimic(path)
     raise PhysmocapError(f"unknown file type {suffix or '(none)'!r}; physmocap reads .bvh, .c3d "
                          f"and DeepMimic .txt clips", path)
+
+
+def refuse_overwrite(inputs, outputs) -> None:
+    """Inputs are never modified: an output path naming an input file is an error."""
+    ins = [Path(p) for p in inputs if p is not None and Path(p).is_file()]
+    for out in (Path(o) for o in outputs if o is not None):
+        if out.exists() and any(os.path.samefile(out, i) for i in ins):
+            raise PhysmocapError("output would overwrite an input file; choose another name", out)
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -125,6 +134,7 @@ def cmd_inspect(args) -> int:
 def cmd_convert(args) -> int:
     from .io.bvh import write_bvh
 
+    refuse_overwrite([args.input], [args.output])
     obj = load_any(Path(args.input), unit=args.in_unit, up=args.in_up)
     if not hasattr(obj, "skeleton"):
         raise PhysmocapError("convert writes skeletal motion; a C3D holds markers (the solver "
@@ -200,6 +210,7 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
+    refuse_overwrite([args.capture, args.static], [args.output, args.report, args.c3d_out])
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,
@@ -266,6 +277,7 @@ def cmd_mm_build(args) -> int:
     from .progress import Progress
 
     files = _bvh_files(args.clips)
+    refuse_overwrite(files, [args.output])
     prog = Progress(not args.quiet)
     motions = []
     for i, f in enumerate(files):
@@ -294,6 +306,7 @@ def cmd_mm_run(args) -> int:
     from .scene import _read
 
     from .scene import _resolve
+    refuse_overwrite([args.database], [args.output, args.report])
     db = load_database(args.database)
     feats = compute_features(db)
     scene_path = _resolve(args.input, "inputs", "input scene")    # a path or a shipped name
@@ -338,6 +351,7 @@ def cmd_play(args) -> int:
     if Path(args.motion).suffix.lower() == ".npz":
         raise PhysmocapError("playing a motion-matching database live is not built yet; run "
                              "'physmocap mm run' and play its BVH", args.motion)
+    refuse_overwrite([args.motion], [args.output, args.report])
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
@@ -469,6 +483,13 @@ def main(argv: list[str] | None = None) -> int:
     # Warnings (an inferred unit, a detected up axis) as one line each, no source echo.
     warnings.showwarning = lambda msg, *a, **k: print(f"physmocap: warning: {msg}",
                                                       file=sys.stderr)
+    # SIGTERM (a batch system, `kill`) unwinds like Ctrl-C, so atomic writers remove their
+    # temporary files and leave the old output in place; the default action would not.
+    import signal
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (main() called from a worker): leave it alone
+        previous = None
     try:
         return args.func(args)
     except PhysmocapError as exc:
@@ -477,6 +498,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("physmocap: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so ``finally`` blocks run."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated()
 
 
 if __name__ == "__main__":  # pragma: no cover
