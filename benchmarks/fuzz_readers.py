@@ -14,7 +14,8 @@ corpus folder; the shared data are only read).
     python benchmarks/fuzz_readers.py scene --seconds 120
     python benchmarks/fuzz_readers.py npz --seconds 120
 
-At exit it prints the number of inputs tried and how many raised PhysmocapError.
+Every 5000 inputs (and at exit, when libFuzzer lets atexit run) it prints the inputs tried and
+how many raised PhysmocapError; libFuzzer's own last line says "Done N runs in S second(s)".
 """
 from __future__ import annotations
 
@@ -62,11 +63,12 @@ def target_c3d(data: bytes) -> None:
 
 
 def target_scene(data: bytes) -> None:
-    fdp = atheris.FuzzedDataProvider(data)
-    kind = fdp.ConsumeIntInRange(0, 3)
-    suffix = ".json" if fdp.ConsumeBool() else ".toml"
-    p = _file(fdp.ConsumeBytes(len(data)), suffix)
-    [_scene.load_markerset, _scene.load_body, _scene.load_environment, _traj.load_input][kind](p)
+    if len(data) < 2:
+        return
+    # first byte: which loader; second: TOML or JSON; the rest: the file
+    loader = [_scene.load_markerset, _scene.load_body, _scene.load_environment,
+              _traj.load_input][data[0] % 4]
+    loader(_file(data[2:], ".json" if data[1] % 2 else ".toml"))
 
 
 def target_npz(data: bytes) -> None:
@@ -90,10 +92,14 @@ def seeds(target: str, folder: Path) -> None:
         pos[1, 2] = np.nan
         write_c3d(MarkerTrajectories(("LFHD", "C7", "LTOE"), 100.0, pos), folder / "tiny.c3d")
     elif target == "scene":
+        import json
+        from physmocap.scene import _read
         for k, sub in enumerate(["markersets/cmu41.toml", "bodies/humanoid.toml",
                                  "environments/bar.toml", "inputs/figure_eight.toml"]):
             # the target reads the first byte as the loader, the second as the format
-            (folder / f"seed{k}").write_bytes(bytes([k, 0]) + (ROOT / "scenes" / sub).read_bytes())
+            src = ROOT / "scenes" / sub
+            (folder / f"seed{k}").write_bytes(bytes([k, 0]) + src.read_bytes())
+            (folder / f"seed{k}j").write_bytes(bytes([k, 1]) + json.dumps(_read(src)).encode())
     elif target == "npz":
         import numpy as np
         from physmocap.io.bvh import read_bvh
@@ -117,6 +123,8 @@ def main() -> None:
 
     def one(data: bytes) -> None:
         STATS["inputs"] += 1
+        if STATS["inputs"] % 5000 == 0:
+            report()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -133,9 +141,8 @@ def main() -> None:
               f"raised PhysmocapError, findings (crash-*/timeout-*/oom-* files): "
               f"{len([f for f in os.listdir('.') if f.split('-')[0] in ('crash', 'timeout', 'oom')])}",
               flush=True)
-        shutil.rmtree(WORK, ignore_errors=True)
 
-    atexit.register(report)
+    atexit.register(report)   # libFuzzer may end the process without running it: see "Done N runs"
     atheris.Setup([sys.argv[0], f"-max_total_time={args.seconds}", f"-rss_limit_mb={args.rss_mb}",
                    "-timeout=60", "-max_len=65536", str(corpus), *rest], one)
     atheris.Fuzz()

@@ -220,3 +220,53 @@ def test_every_np_load_refuses_pickles():
     assert bad == []
     lib = [c for c in calls if not c[0].startswith("test_")]
     assert {c[0] for c in lib} >= {"database.py", "_c3d_child.py"}
+
+
+# ------------------------------------------------- C3D findings of the fuzzers (regressions)
+
+def _record(b: bytes, name: bytes) -> int:
+    """Byte offset of the first parameter record called ``name``."""
+    return b.index(name, 512) - 2
+
+
+@pytest.mark.parametrize("what, edit, match", [
+    # each of these made ezc3d's *strict* parser segfault the process (found by fuzzing)
+    ("170 dimensions", lambda b, i, n: b.__setitem__(i + 2 + n + 3, 170), "dimensions"),
+    ("description length -1", lambda b, i, n: b.__setitem__(i + 2 + n + 6, 255),
+     "description length"),
+    ("parameter turned group", lambda b, i, n: b.__setitem__(i + 1, 256 - 110),
+     "description length"),
+    ("empty POINT:DATA_START", lambda b, i, n: b.__setitem__(slice(i + 2 + n + 3, i + 2 + n + 5),
+                                                             bytes([1, 0])), "has no value"),
+])
+def test_c3d_parameter_sections_that_crashed_ezc3d(c3d_seeds, tmp_path, what, edit, match):
+    b = bytearray(c3d_seeds[1])
+    name = {"empty POINT:DATA_START": b"DATA_START",
+            "parameter turned group": b"LABELS"}.get(what, b"USED")
+    edit(b, _record(b, name), len(name))
+    p = tmp_path / "x.c3d"
+    p.write_bytes(bytes(b))
+    with pytest.raises(FileFormatError, match=match):
+        read_c3d(p)
+
+
+def test_c3d_parser_crash_or_hang_cannot_take_the_process_down(c3d_seeds, tmp_path,
+                                                               monkeypatch):
+    """Whatever the pre-check misses: ezc3d's strict parse runs in a fork; a segfault or a hang
+    there is a FileFormatError here."""
+    import os
+    import signal
+    import time
+
+    p = tmp_path / "ok.c3d"
+    p.write_bytes(c3d_seeds[1])
+    monkeypatch.setattr(c3dmod._c3d_child, "load",
+                        lambda *a, **k: os.kill(os.getpid(), signal.SIGSEGV))
+    with pytest.raises(FileFormatError, match="crashed .signal 11"):
+        read_c3d(p)
+    monkeypatch.setattr(c3dmod._c3d_child, "load", lambda *a, **k: time.sleep(30))
+    monkeypatch.setattr(c3dmod, "CHILD_TIMEOUT", 1.0)
+    t0 = time.perf_counter()
+    with pytest.raises(FileFormatError, match="hung"):
+        read_c3d(p)
+    assert time.perf_counter() - t0 < 10

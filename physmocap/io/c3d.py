@@ -7,7 +7,9 @@ the Python process:
    short files, wrong magic byte, parameter section outside the file, unknown or MIPS processor
    (ezc3d cannot read MIPS), and a declared data size (frames x points x bytes) larger than the
    file, so a corrupt header never makes the parser allocate gigabytes.
-2. ezc3d in strict mode, in-process.
+2. ezc3d in strict mode, in a forked copy of the process (POSIX; in-process elsewhere): fuzzing
+   found parameter sections that make even strict mode segfault, so a crash or hang there
+   becomes ``FileFormatError`` instead of killing the caller. The fork costs ~0.1 s per file.
 3. If strict mode fails, ezc3d with ``ignore_bad_formatting=True`` in a child process with a
    timeout (that mode segfaults on some corrupt parameter sections). A crash or a timeout
    becomes ``FileFormatError``.
@@ -27,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -260,10 +263,74 @@ def _load_in_child(path: Path, strict_error: str) -> dict:
         return _c3d_child.load_npz(out)
 
 
+class _StrictFailed(Exception):
+    """ezc3d's strict parse raised (the message is its one-line reason)."""
+
+
+def _load_forked(path: Path) -> dict:
+    """Strict ezc3d parse in a forked copy of this process (cheap: no new interpreter).
+
+    Why: fuzzing found parameter sections on which even ezc3d's strict mode segfaults, and no
+    pre-check can list them all. A crash or hang of the fork becomes ``FileFormatError``; an
+    ezc3d exception becomes ``_StrictFailed`` (the caller then tries the lenient parser).
+    """
+    with tempfile.TemporaryDirectory(prefix="physmocap-c3d-") as tmp:
+        out = os.path.join(tmp, "points.npz")
+        with warnings.catch_warnings():   # Python 3.12+ warns about fork with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: parse, hand the arrays over, never return into the caller
+            code = 3
+            try:
+                import faulthandler
+                faulthandler.disable()    # a crash here is expected and reported by the parent
+                _c3d_child._limit_resources(str(path), base=_c3d_child.address_space())
+                _c3d_child.save(out, _c3d_child.load(str(path), lenient=False))
+                code = 0
+            except BaseException as exc:  # noqa: BLE001  (reported through the file)
+                try:
+                    with open(out + ".err", "w", encoding="utf-8") as fh:
+                        fh.write(_one_line(exc))
+                    code = 2
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + CHILD_TIMEOUT
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise FileFormatError(f"the C3D parser hung for {CHILD_TIMEOUT:g} s; the file "
+                                      f"is corrupt", path)
+            time.sleep(0.002)
+        if os.WIFSIGNALED(status):
+            raise FileFormatError(
+                f"the C3D parser crashed (signal {os.WTERMSIG(status)}) on this file; its "
+                f"parameter section is corrupt; re-export the file from the capture software",
+                path)
+        if os.WEXITSTATUS(status) == 0 and os.path.exists(out):
+            return _c3d_child.load_npz(out)
+        why = "failed"
+        if os.path.exists(out + ".err"):
+            with open(out + ".err", encoding="utf-8") as fh:
+                why = fh.read().strip() or why
+        raise _StrictFailed(why)
+
+
 def _parse(path: Path) -> tuple[dict, str]:
     """``(_c3d_child.extract`` dict, parser name``)``."""
     try:
+        if hasattr(os, "fork"):
+            return _load_forked(path), "ezc3d"
         return _c3d_child.load(str(path), lenient=False), "ezc3d"
+    except _StrictFailed as exc:
+        strict_error = str(exc)
+    except FileFormatError:  # the fork crashed or hung: the lenient parser would too
+        raise
     except Exception as exc:  # ezc3d raises OSError/ValueError/RuntimeError on bad files
         strict_error = _one_line(exc)
     return _load_in_child(path, strict_error), "ezc3d-lenient-child"
