@@ -283,7 +283,13 @@ def _load_forked(path: Path) -> dict:
             code = 3
             try:
                 import faulthandler
-                faulthandler.disable()    # a crash here is expected and reported by the parent
+                import signal
+                # A crash here is expected and reported by the parent: die of the signal, not
+                # through a handler the host installed (faulthandler, a fuzzer, a debugger).
+                faulthandler.disable()
+                for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE,
+                            signal.SIGILL):
+                    signal.signal(sig, signal.SIG_DFL)
                 _c3d_child._limit_resources(str(path), base=_c3d_child.address_space())
                 _c3d_child.save(out, _c3d_child.load(str(path), lenient=False))
                 code = 0
