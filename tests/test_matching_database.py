@@ -375,3 +375,13 @@ def test_all_145_bandai_clips(data_dir):
     assert db.n_clips == 145
     assert db.n_frames == sum(int(round(m.duration * 60)) + 1 for m in motions)
     assert 0 <= db.n_frames / 60.0 - sum(m.duration for m in motions) <= 145 / 60 + 1e-6
+
+
+def test_loading_does_not_copy_the_arrays(db60, tmp_path):
+    """A loaded database holds its arrays once (a million frames must fit twice less memory)."""
+    save_database(db60, tmp_path / "db.npz")
+    db = load_database(tmp_path / "db.npz")
+    for k in ("lpos", "lrot", "lvel", "lang"):
+        a = getattr(db, k)
+        assert not a.flags.writeable and not a.flags.owndata      # the loader's buffer, as is
+        np.testing.assert_array_equal(a, getattr(db60, k))

@@ -63,8 +63,12 @@ _MIRROR_WORLD = np.diag([1.0, -1.0, 1.0])
 
 
 def _ro(a):
+    """``a`` read-only, with the buffer it views (np.load returns reshaped views)."""
     a = np.asarray(a)
-    a.setflags(write=False)
+    b = a
+    while isinstance(b, np.ndarray):
+        b.setflags(write=False)
+        b = b.base
     return a
 
 
@@ -748,7 +752,7 @@ def load_database(path) -> PoseDatabase:
         raise FileFormatError("no such file", path)
     try:
         with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+            data = {k: _ro(z[k]) for k in z.files}   # read-only: PoseDatabase takes them as is
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise FileFormatError(f"not a readable .npz pose database ({exc})", path) from None
     if "format" not in data or str(data["format"]) != FORMAT:
