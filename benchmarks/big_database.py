@@ -28,7 +28,7 @@ from pathlib import Path
 from _common import data_dir
 
 FIXED_MB = 400.0          # interpreter, numpy, scipy (measured: ~100 MB; generous)
-BUDGET_X = {"build": 3.0, "load": 1.5, "features": 2.0}   # x the database arrays
+BUDGET_X = {"build": 1.5, "load": 1.2, "features": 2.0}   # x the database arrays
 
 
 def peak_mb() -> float:
