@@ -270,3 +270,45 @@ def test_c3d_parser_crash_or_hang_cannot_take_the_process_down(c3d_seeds, tmp_pa
     with pytest.raises(FileFormatError, match="hung"):
         read_c3d(p)
     assert time.perf_counter() - t0 < 10
+
+
+def _npz_with_member(path: Path, member: bytes) -> Path:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("format.npy", member)
+    return path
+
+
+@pytest.mark.parametrize("what", ["unclosed header", "encrypted flag"])
+def test_npz_findings_of_the_fuzzer(tmp_path, what):
+    """Fuzzing load_database found numpy's header parser raising tokenize.TokenError and
+    zipfile raising RuntimeError (an 'encrypted' member): both are FileFormatError now."""
+    p = tmp_path / "x.npz"
+    if what == "unclosed header":
+        header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,"
+        _npz_with_member(p, b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header)
+    else:
+        np.savez(p, format=np.zeros(3))
+        b = bytearray(p.read_bytes())
+        for sig in (b"PK\x03\x04", b"PK\x01\x02"):       # set 'encrypted' in both headers
+            i = b.index(sig)
+            flag = 6 if sig == b"PK\x03\x04" else 8
+            b[i + flag] |= 1
+        p.write_bytes(bytes(b))
+    with pytest.raises(FileFormatError, match="not a readable"):
+        database.load_database(p)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 255)), min_size=1,
+                      max_size=6), cut=st.one_of(st.none(), st.integers(0, 2000)))
+def test_npz_byte_mutations(tmp_path_factory, edits, cut):
+    d = tmp_path_factory.mktemp("npz")
+    p = d / "x.npz"
+    np.savez(p, format=np.array(database.FORMAT), version=np.array(database.VERSION),
+             fps=np.array(60.0), names=np.array(["Simulation", "Hips"]))
+    b = bytearray(p.read_bytes())
+    for off, val in edits:
+        b[off % len(b)] = val
+    p.write_bytes(bytes(b[:cut]) if cut is not None else bytes(b))
+    assert isinstance(_only_physmocap_errors(database.load_database, p), PhysmocapError)

@@ -751,16 +751,27 @@ def save_database(db: PoseDatabase, path) -> None:
 def load_database(path) -> PoseDatabase:
     """Read a database written by ``save_database``. Raises ``FileFormatError`` on a missing,
     corrupt, foreign or wrong-version file."""
-    import zipfile
-
     path = Path(path)
     if not path.is_file():
         raise FileFormatError("no such file", path)
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: _ro(z[k]) for k in z.files}   # read-only: PoseDatabase takes them as is
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise FileFormatError(f"not a readable .npz pose database ({exc})", path) from None
+    except MemoryError:
+        raise FileFormatError("an array in the file is larger than memory; the file is corrupt",
+                              path) from None
+    except Exception as exc:  # noqa: BLE001  zipfile, zlib, numpy's header parser (tokenize) …
+        raise FileFormatError(f"not a readable .npz pose database ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''})", path) from None
+    try:
+        return _database_from(data, path)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+        # fields of the wrong kind (a string where a number belongs, a 0-d array, …)
+        raise FileFormatError(f"inconsistent pose database ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''})", path) from None
+
+
+def _database_from(data: dict, path) -> PoseDatabase:
     if "format" not in data or str(data["format"]) != FORMAT:
         raise FileFormatError(f"not a {FORMAT} file", path)
     version = int(data.get("version", -1))
