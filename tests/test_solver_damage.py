@@ -88,3 +88,24 @@ def test_ghost_needs_a_jump_and_a_short_burst():
     d = damage_report("ABCD", pos, solved, _far(pos, solved), 100.0, C)
     assert d["ghosts"] == []
     assert {o["marker"] for o in d["outliers"]} == {"A", "C"}
+
+
+def test_blockwise_landmarks_equal_whole_take(rng, monkeypatch):
+    """Long takes are transformed in blocks (bounded temporaries): same numbers."""
+    from physmocap.markers import MarkerSet
+    from physmocap.scene import load_body
+    from physmocap.solver import kinematic, physical
+
+    sk = load_body().skeleton
+    F, J = 4200, len(sk)       # over one block of marker_positions (4096)
+    lrot = quat.normalize(rng.normal(size=(F, J, 4)))
+    root = rng.normal(size=(F, 3))
+    ms = MarkerSet(["a", "b", "c"], [0, 3, J - 1], rng.normal(size=(3, 3)))
+    whole = kinematic.marker_positions(sk, ms, lrot, root)
+    from physmocap.skeleton import forward_kinematics
+    gpos, grot = forward_kinematics(sk, lrot, root)
+    monkeypatch.setattr(physical, "BLOCK", 10**6)
+    whole_lm = physical.landmarks(gpos, grot, ms)
+    monkeypatch.setattr(physical, "BLOCK", 7)
+    np.testing.assert_array_equal(physical.landmarks(gpos, grot, ms), whole_lm)
+    np.testing.assert_allclose(whole_lm, whole, atol=1e-12)
