@@ -47,5 +47,55 @@ def main() -> None:
                   f"{rep['foot_skate_mm']:6.1f}  {falls}")
 
 
+def live() -> None:
+    """The coupled loop (search, inertialization, retarget, physics step) on an 8-clip
+    Bandai-Namco database (walks and runs, as the tests use): every shipped input in both
+    modes, then its speed beside the controller alone (the kinematic reference)."""
+    import time
+
+    from physmocap.io.bvh import read_bvh as _read
+    from physmocap.matching.controller import Controller, run_controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.live import run_live
+    from physmocap.scene import _resolve
+
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([_read(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    print(f"\nlive coupling, database {db.n_frames} frames ({len(files)} clips); assist 10 s, "
+          f"physical 20 s per input")
+    print(f"{'input':14s} {'mode':9s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
+          f"{'skate':>6s}  falls")
+    inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
+    for name in inputs:
+        src = load_input(_resolve(name, "inputs", "input"))
+        for mode, dur in (("assist", 10.0), ("physical", 20.0)):
+            rep = run_live(Controller(db, feats, src), dur, mode=mode).report()
+            falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
+            print(f"{name:14s} {mode:9s} {rep['tracking_error_m']:6.3f} "
+                  f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
+                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f}  {falls}")
+    print("\nspeed, straight_walk, median of 3 runs of 10 s")
+    print(f"{'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} {'ctrl ms':>7s} {'phys ms':>7s} "
+          f"{'controller alone fps':>21s}")
+    src = load_input(_resolve("straight_walk", "inputs", "input"))
+    reps = [run_live(Controller(db, feats, src), 10.0).report() for _ in range(3)]
+    kin = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        run_controller(Controller(db, feats, src), 10.0)
+        kin.append(600 / (time.perf_counter() - t0))
+    med = lambda k: float(np.median([r[k] for r in reps]))  # noqa: E731
+    lat = np.median([r["latency_ms"]["median"] for r in reps])
+    p99 = np.median([r["latency_ms"]["p99"] for r in reps])
+    print(f"{med('frames_per_second'):8.0f} {lat:7.2f} {p99:7.2f} {med('controller_ms_median'):7.2f} "
+          f"{med('physics_ms_median'):7.2f} {np.median(kin):21.0f}")
+    print("(ctrl ms: controller step + retarget + foot levelling; phys ms: the tracker's step)")
+
+
 if __name__ == "__main__":
     main()
+    live()

@@ -21,11 +21,21 @@ EXAMPLES = {
              "  physmocap solve walk.c3d -o walk.bvh --static static.c3d --markerset cmu41 "
              "--c3d-out clean.c3d",
     "inspect": "physmocap inspect capture.c3d\n  physmocap inspect walk.bvh --json",
-    "convert": "physmocap convert walk.bvh out.bvh --unit cm\n"
-               "  physmocap convert humanoid3d_walk.txt walk.bvh",
+    "convert": "physmocap convert walk.bvh -o out.bvh --out-unit m --order XYZ\n"
+               "  physmocap convert humanoid3d_walk.txt -o walk.bvh",
     "demo": "physmocap demo -o out/demo",
-    "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist",
+    "report": "physmocap report walk.json -o walk.html   # reads the BVH and C3D the report names\n"
+              "  physmocap report out/*.json              # one page beside each report",
+    "view": "physmocap view walk.bvh --markers walk.c3d -o walk_view.html",
+    "render": "physmocap render walk.bvh --markers walk.c3d -o walk.gif --fps 25",
+    "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
+            "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
+    "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
+             "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
+    "avatar": "physmocap avatar extract held_out.bvh -o track.csv\n"
+              "  physmocap avatar db.npz --tracking track.csv -o avatar.bvh --truth held_out.bvh "
+              "--report avatar.json",
     "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
               "--report fig8.json",
 }
@@ -134,15 +144,18 @@ def cmd_inspect(args) -> int:
 def cmd_convert(args) -> int:
     from .io.bvh import write_bvh
 
-    refuse_overwrite([args.input], [args.output])
+    if (args.output is None) == (args.output_pos is None):
+        args.parser.error("give the output once: convert IN.bvh -o OUT.bvh")
+    output = args.output or args.output_pos
+    refuse_overwrite([args.input], [output])
     obj = load_any(Path(args.input), unit=args.in_unit, up=args.in_up)
     if not hasattr(obj, "skeleton"):
         raise PhysmocapError("convert writes skeletal motion; a C3D holds markers (the solver "
                              "turns markers into motion)", args.input)
-    write_bvh(obj, args.output, unit=args.unit, up=args.up, order=args.order)
+    write_bvh(obj, output, unit=args.out_unit, up=args.out_up, order=args.order)
     if not args.quiet:
-        print(f"wrote {args.output} ({obj.n_frames} frames, {len(obj.skeleton)} joints, "
-              f"{args.unit}, {args.up}-up, {args.order})")
+        print(f"wrote {output} ({obj.n_frames} frames, {len(obj.skeleton)} joints, "
+              f"{args.out_unit}, {args.out_up}-up, {args.order})")
     return 0
 
 
@@ -155,8 +168,9 @@ def _load_capture(path, up):
 
 def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: str = "humanoid",
                     static=None, report_path: Path | None = None, c3d_out: Path | None = None,
-                    quiet: bool = False, scene: str | None = None) -> dict:
-    """Solve ``markers`` and write BVH (+ report, cleaned C3D); returns the report."""
+                    quiet: bool = False, scene: str | None = None,
+                    report_html: Path | None = None) -> dict:
+    """Solve ``markers`` and write BVH (+ report, cleaned C3D, HTML report); returns the report."""
     from .io.bvh import write_bvh
     from .io.c3d import write_c3d
     from .io.atomic import atomic_write_text
@@ -183,6 +197,11 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         report["c3d_out"] = str(c3d_out)
     if report_path is not None:
         atomic_write_text(report_path, json.dumps(report, indent=2) + "\n")
+    if report_html is not None:
+        from .report.solve_html import write_solve_report
+        from .report.trace import trace_from_result
+        write_solve_report(trace_from_result(result, body), report, report_html)
+        report["report_html"] = str(report_html)
     return report
 
 
@@ -206,16 +225,22 @@ def _print_solve(rep: dict) -> None:
                                                  rep["joint_limit_hits"].items()))
     print(f"  solved in {rep['solve_seconds']:.1f} s (physical {rep['frames_per_second']:.0f} "
           f"frames/s)")
-    print(f"  wrote {rep['output']}" + (f", {rep['c3d_out']}" if rep.get("c3d_out") else ""))
+    print(f"  wrote {rep['output']}" + (f", {rep['c3d_out']}" if rep.get("c3d_out") else "")
+          + (f", {rep['report_html']}" if rep.get("report_html") else ""))
 
 
 def cmd_solve(args) -> int:
-    refuse_overwrite([args.capture, args.static], [args.output, args.report, args.c3d_out])
+    refuse_overwrite([args.capture, args.static],
+                     [args.output, args.report, args.c3d_out, args.report_html])
+    if args.report_html:
+        from .report._mpl import pyplot
+        pyplot()            # say that matplotlib is missing before a long solve, not after it
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,
                           Path(args.report) if args.report else None,
-                          Path(args.c3d_out) if args.c3d_out else None, args.quiet, args.scene)
+                          Path(args.c3d_out) if args.c3d_out else None, args.quiet, args.scene,
+                          Path(args.report_html) if args.report_html else None)
     if not args.quiet:
         _print_solve(rep)
         if args.report:
@@ -254,6 +279,67 @@ def cmd_demo(args) -> int:
               f"{1000 * pos_err.max():.1f} mm max (different limb lengths are calibrated, "
               f"so this includes the calibration error)")
         print(f"result     {out / 'solved.bvh'}  {out / 'report.json'}  {out / 'clean.c3d'}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    """HTML solve reports rebuilt from what ``solve`` wrote (JSON report + the BVH and C3D)."""
+    from .report.solve_html import write_solve_report
+    from .report.trace import trace_from_files
+
+    reports = [Path(r) for r in args.reports]
+    if len(reports) > 1 and (args.output or args.bvh or args.c3d):
+        raise PhysmocapError("-o, --bvh and --c3d take one report; with several, each page is "
+                             "written beside its report (.html)")
+    for r in reports:
+        out = Path(args.output) if args.output else r.with_suffix(".html")
+        trace, rep = trace_from_files(r, bvh=args.bvh, c3d=args.c3d)
+        write_solve_report(trace, rep, out)
+        if not args.quiet:
+            print(f"wrote {out} ({trace.n_frames} frames, {len(trace.labels)} markers)")
+    return 0
+
+
+def _load_motion(path, unit):
+    obj = load_any(Path(path), unit=unit)
+    if not hasattr(obj, "skeleton"):
+        raise PhysmocapError("expected skeletal motion (BVH or DeepMimic clip); pass a C3D with "
+                             "--markers", path)
+    return obj
+
+
+def _load_markers(path):
+    if path is None:
+        return None
+    from .io.c3d import read_c3d
+    if Path(path).suffix.lower() != ".c3d":
+        raise PhysmocapError("--markers takes a C3D capture (.c3d)", path)
+    return read_c3d(path)
+
+
+def cmd_view(args) -> int:
+    from .report.viewer import write_viewer
+
+    motion = _load_motion(args.motion, args.unit)
+    markers = _load_markers(args.markers)
+    write_viewer(motion, args.output, markers)
+    if not args.quiet:
+        print(f"wrote {args.output} ({motion.n_frames} frames at {motion.fps:g} fps"
+              + (f", {len(markers.labels)} markers" if markers is not None else "")
+              + "); open it in a browser (works offline)")
+    return 0
+
+
+def cmd_render(args) -> int:
+    from .progress import Progress
+    from .report.render import render_motion
+
+    motion = _load_motion(args.motion, args.unit)
+    markers = _load_markers(args.markers)
+    n = render_motion(motion, args.output, markers, fps=args.fps,
+                      progress=Progress(not args.quiet))
+    if not args.quiet:
+        print(f"wrote {args.output} ({n} frames at {min(args.fps, motion.fps):g} fps)")
     return 0
 
 
@@ -349,8 +435,10 @@ def cmd_play(args) -> int:
     from .scene import load_body
 
     if Path(args.motion).suffix.lower() == ".npz":
-        raise PhysmocapError("playing a motion-matching database live is not built yet; run "
-                             "'physmocap mm run' and play its BVH", args.motion)
+        return _play_live(args)
+    if args.input:
+        raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
+                             "motion plays as it is", args.motion)
     refuse_overwrite([args.motion], [args.output, args.report])
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
@@ -375,6 +463,159 @@ def cmd_play(args) -> int:
     return 0
 
 
+def _play_live(args) -> int:
+    """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .matching.controller import Controller
+    from .matching.database import load_database
+    from .matching.features import compute_features
+    from .matching.trajectory import load_input
+    from .playback.live import run_live
+    from .progress import Progress
+    from .scene import _read, _resolve
+
+    if not args.input:
+        raise PhysmocapError("playing a database needs an input scene: --input NAME (shipped: "
+                             "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
+                             "head_circle) or a file", args.motion)
+    db = load_database(args.motion)
+    scene_path = _resolve(args.input, "inputs", "input scene")
+    source = load_input(scene_path)
+    duration = args.duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
+    ctrl = Controller(db, compute_features(db), source)
+    live = run_live(ctrl, duration, mode=args.mode, progress=Progress(not args.quiet))
+    write_bvh(live.result.motion, args.output)
+    rep = live.report()
+    rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    if not args.quiet:
+        print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
+              f"simulated, mode {args.mode}")
+        print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
+              f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
+              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
+        print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
+              f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
+def cmd_avatar(args) -> int:
+    """``avatar extract CLIP -o TRACK.csv`` or ``avatar DB.npz --tracking TRACK.csv -o OUT.bvh``."""
+    from .io.atomic import atomic_write_text
+    from .io.bvh import write_bvh
+    from .io.tracking import read_tracking, write_tracking
+    from .matching import avatar as av
+    from .progress import Progress
+
+    if args.inputs[0] == "extract":
+        if len(args.inputs) != 2:
+            args.parser.error("avatar extract takes one clip: avatar extract CLIP.bvh -o TRACK.csv")
+        motion = load_any(Path(args.inputs[1]), unit=args.unit)
+        if not hasattr(motion, "skeleton"):
+            raise PhysmocapError("extract needs skeletal motion (a BVH or clip), not markers",
+                                 args.inputs[1])
+        try:
+            track = av.extract_track(motion)
+        except PhysmocapError as exc:
+            raise PhysmocapError(exc.reason, args.inputs[1]) from None
+        names = [motion.skeleton.names[j] for j in av.find_tracked_joints(motion.skeleton)]
+        write_tracking(track, args.output, comment=f"extracted from {args.inputs[1]} (joints "
+                       f"{', '.join(names)}; {motion.fps:g} fps)")
+        if not args.quiet:
+            print(f"wrote {args.output}: {track.n_samples} samples ({track.duration:.2f} s) of "
+                  f"head {names[0]}, hands {names[1]}, {names[2]}")
+        return 0
+    if len(args.inputs) != 1:
+        args.parser.error("give one database: avatar DB.npz --tracking TRACK.csv -o OUT.bvh")
+    if not args.tracking:
+        args.parser.error("avatar DB.npz needs --tracking TRACK.csv")
+    from .io.bvh import read_bvh
+    from .matching.database import load_database
+
+    track = read_tracking(args.tracking)
+    truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
+    db = load_database(args.inputs[0])
+    feats = av.avatar_features(db, args.head_weight)
+    avatar = av.Avatar(db, feats, track)
+    motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))
+    physics = None
+    if args.physics:
+        # the avatar's motion on the simulated body: retargeted, then tracked with gravity and
+        # ground contact (the hands then follow the controllers only as well as the body tracks)
+        from .matching.retarget import retarget
+        from .motion import Motion
+        from .playback.track import track
+        from .scene import load_body
+        body = load_body()
+        src = Motion(motion.skeleton, motion.fps, motion.root_pos, motion.lrot,
+                     dict(motion.meta, up=db.up))
+        physics = track(retarget(src, body.skeleton), body, mode=args.mode,
+                        progress=Progress(not args.quiet))
+        write_bvh(physics.motion, args.output)
+    else:
+        write_bvh(motion, args.output)
+    try:
+        rep = av.avatar_report(db, motion, record, truth)
+    except PhysmocapError as exc:
+        raise PhysmocapError(exc.reason, args.truth) from None
+    rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
+               output=str(args.output), truth=args.truth, head_weight=args.head_weight)
+    if physics is not None:
+        rep["physics"] = physics.report()
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
+    if not args.quiet:
+        lat = rep["latency_ms"]
+        print(f"{args.tracking}: {motion.n_frames} frames at {motion.fps:g} fps, "
+              f"{rep['transitions']} transitions, latency {lat['median']:.2f} ms median, "
+              f"{lat['p99']:.2f} ms p99 per frame")
+        print(f"  hands {1000 * rep['hand_error_m']:.1f} mm from the controllers (reachable in "
+              f"{100 * rep['hand_reachable_fraction']:.0f} % of frames)")
+        if truth is not None:
+            print(f"  against {args.truth}: joints {rep['mpjpe_m']:.3f} m, lower body "
+                  f"{rep['lower_body_error_m']:.3f} m")
+        print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame, jitter {rep['jitter']:.0f} "
+              f"m/s^3")
+        if physics is not None:
+            ph = rep["physics"]
+            print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
+                  f"assist {ph['root_assist_force_mean_n']:.0f} N mean, falls {len(ph['falls'])}")
+        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+    return 0
+
+
+def cmd_batch(args) -> int:
+    """Solve a capture library (every .c3d under a folder); resumable; local or on Dask."""
+    from .batch import BatchSettings, format_summary, run_batch
+    from .progress import Progress
+
+    # Scene files as absolute paths: a Dask worker does not share our working directory.
+    scene = [str(Path(a).resolve()) if Path(a).is_file() else a for a in (args.markerset,
+                                                                          args.body)]
+    settings = BatchSettings(scene[0], scene[1], args.up, args.c3d_out)
+    summary = run_batch(args.input, args.output, settings, workers=args.workers,
+                        scheduler=args.scheduler, manifest=args.manifest, force=args.force,
+                        progress=Progress(not args.quiet))
+    if not args.quiet:
+        print(format_summary(summary))
+    if summary.failed:
+        raise PhysmocapError(f"{len(summary.failed)} of {len(summary.rows)} takes failed "
+                             f"(reasons in {Path(args.output) / 'summary.csv'})", args.input)
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).splitlines())
+
+
+
+
 # --- argument parsing -------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -383,6 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Optical motion capture to clean skeletal motion.",
         epilog="examples:\n  " + "\n  ".join(EXAMPLES.values()))
     p.add_argument("--version", action="version", version=_version())
+    _verbosity(p, False)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def add(name, func, help_):
@@ -390,8 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog="example:\n  " + EXAMPLES[name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more (inferred units…)")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add("inspect", cmd_inspect, "summarise a C3D, BVH or DeepMimic clip")
@@ -402,13 +643,18 @@ def build_parser() -> argparse.ArgumentParser:
                                  "detected for C3D")
 
     sp = add("convert", cmd_convert, "convert skeletal motion to a portable BVH")
-    sp.add_argument("input")
-    sp.add_argument("output")
-    sp.add_argument("--in-unit", help="input BVH unit; default: inferred")
-    sp.add_argument("--in-up", help="input up axis; default: y")
-    sp.add_argument("--unit", default="cm", help="output unit (default cm)")
-    sp.add_argument("--up", default="y", help="output up axis (default y)")
+    sp.add_argument("input", help="BVH or DeepMimic clip")
+    sp.add_argument("output_pos", nargs="?", metavar="OUTPUT",
+                    help="output BVH (or give it with -o, like every other command)")
+    sp.add_argument("-o", "--output", help="output BVH")
+    # --unit / --up name the INPUT's unit and axis, as in every other command
+    sp.add_argument("--unit", "--in-unit", dest="in_unit",
+                    help="input BVH length unit; default: inferred")
+    sp.add_argument("--up", "--in-up", dest="in_up", help="input up axis; default: y")
+    sp.add_argument("--out-unit", default="cm", help="output unit (default cm)")
+    sp.add_argument("--out-up", default="y", help="output up axis (default y)")
     sp.add_argument("--order", default="ZXY", help="output rotation order (default ZXY)")
+    sp.set_defaults(parser=sp)
 
     sp = add("solve", cmd_solve, "solve a C3D capture with the physical marker solver")
     sp.add_argument("capture", help="motion trial (.c3d)")
@@ -421,17 +667,93 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
+    sp.add_argument("--report-html", help="HTML report with plots (needs the 'report' extra)")
 
-    sp = add("play", cmd_play, "physical playback: the simulated body follows a motion")
-    sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body)")
+    sp = add("report", cmd_report, "HTML solve report(s) from solve's JSON report, BVH and C3D")
+    sp.add_argument("reports", nargs="+", help="JSON report(s) written by 'physmocap solve'")
+    sp.add_argument("-o", "--output", help="HTML page (default: the report's name with .html)")
+    sp.add_argument("--bvh", help="solved BVH (default: the report's 'output')")
+    sp.add_argument("--c3d", help="capture (default: the report's 'source')")
+
+    sp = add("view", cmd_view, "write a self-contained HTML page that plays a motion in 3D")
+    sp.add_argument("motion", help="BVH or DeepMimic clip")
+    sp.add_argument("--markers", help="C3D capture to draw with the skeleton")
+    sp.add_argument("-o", "--output", required=True, help="HTML page")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred)")
+
+    sp = add("render", cmd_render, "render a motion to a GIF or MP4 (offline, matplotlib)")
+    sp.add_argument("motion", help="BVH or DeepMimic clip")
+    sp.add_argument("--markers", help="C3D capture to draw with the skeleton")
+    sp.add_argument("-o", "--output", required=True, help="output .gif or .mp4 (needs ffmpeg)")
+    sp.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
+    sp.add_argument("--unit", help="BVH length unit (default: inferred)")
+
+    sp = add("play", cmd_play, "physical playback: the simulated body follows a motion, or a "
+             "motion-matching database driven live by an input scene")
+    sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body), or "
+                    "a motion-matching database DB.npz with --input")
+    sp.add_argument("--input", help="input scene for a database (shipped name or TOML file)")
+    sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run] duration)")
+    sp.add_argument("--physics", action="store_true",
+                    help="accepted for symmetry with 'avatar --physics': play always simulates")
     sp.add_argument("-o", "--output", required=True, help="simulated motion (BVH)")
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
                     help="assist: bounded root force and torque; physical: none (may fall)")
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
+    sp = add("batch", cmd_batch, "solve every capture in a folder (resumable; local or Dask)")
+    sp.epilog = ("static trials: a file whose name has the word static, calibration, calib or cal "
+                 "(words split at\n  non-alphanumerics and letter/digit changes) is a static "
+                 "trial. A motion trial uses the static\n  trial in its folder with the same "
+                 "other words (ignoring motion/dynamic/trial), else the\n  folder's only static "
+                 "trial, else none. A physmocap_batch.toml in INPUT overrides this:\n"
+                 "    exclude = [\"odd/*.c3d\"]\n    [static]\n"
+                 "    \"s1/walk.c3d\" = \"s1/tpose.c3d\"   # \"\" = no static trial\n"
+                 "resume: takes whose outputs are complete and up to date (done-stamp: input "
+                 "hash, settings)\n  are skipped; so are takes that failed on the same input "
+                 "(--force retries).\n" + sp.epilog)
+    sp.add_argument("input", help="folder searched recursively for .c3d captures")
+    sp.add_argument("-o", "--output", required=True, help="output folder (mirrors the input tree)")
+    sp.add_argument("--workers", type=_positive_int, help="local worker processes (default: "
+                    "CPU count)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (tcp://host:8786); "
+                    "workers must see the same paths; needs the 'cluster' extra")
+    sp.add_argument("--manifest", help="static-trial manifest (default: INPUT/physmocap_batch"
+                    ".toml if present)")
+    sp.add_argument("--force", action="store_true", help="solve every take again")
+    sp.add_argument("--markerset", default="auto", help="as for solve (default auto)")
+    sp.add_argument("--body", default="humanoid", help="body template name or file")
+    sp.add_argument("--up", help="captures' up axis if detection should be overridden")
+    sp.add_argument("--c3d-out", action="store_true", help="also write TAKE.clean.c3d")
+    sp = add("avatar", cmd_avatar, "three-point avatar: a full body from a head-mounted display "
+             "and two hand controllers (motion matching + arm IK)")
+    sp.add_argument("inputs", nargs="+", metavar="DB.npz | extract CLIP.bvh",
+                    help="a database from 'physmocap mm build', or 'extract' and a clip whose "
+                         "head and wrists become a tracking file")
+    sp.add_argument("-o", "--output", required=True, help="output BVH (avatar) or CSV (extract)")
+    sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
+    sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
+    sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--head-weight", type=float, default=4.0,
+                    help="weight of the head-velocity feature in the search (default 4; "
+                         "0: trajectory only)")
+    sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
+    sp.add_argument("--physics", action="store_true",
+                    help="track the avatar with the simulated body; the output is the simulation "
+                         "and the report gains a 'physics' section")
+    sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
+                    help="with --physics: root assist or fully physical (see play)")
+    sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
+                "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
+    sp.set_defaults(parser=sp)
+
     mm = sub.add_parser("mm", help="motion matching: build a database, run a controller",
-                        description="motion matching: build a database, run a controller")
+                        description="motion matching: build a database, run a controller",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="examples:\n  " + EXAMPLES["mm build"] + "\n  "
+                        + EXAMPLES["mm run"])
+    _verbosity(mm, argparse.SUPPRESS)
     mm_sub = mm.add_subparsers(dest="mm_command", metavar="SUBCOMMAND", required=True)
 
     def add_mm(name, func, help_):
@@ -439,8 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
                                formatter_class=argparse.RawDescriptionHelpFormatter,
                                epilog="example:\n  " + EXAMPLES["mm " + name])
         sp.set_defaults(func=func)
-        sp.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-        sp.add_argument("-v", "--verbose", action="store_true", help="say more")
+        _verbosity(sp, argparse.SUPPRESS)
         return sp
 
     sp = add_mm("build", cmd_mm_build, "build a pose database from BVH clips")
@@ -465,6 +786,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", default="out/demo", help="output folder (default out/demo)")
     sp.add_argument("--clip", default="humanoid3d_walk.txt", help="pybullet_data motion clip")
     return p
+
+
+def _verbosity(parser, default) -> None:
+    """-q/-v, accepted before and after the command; a command's own flags default to SUPPRESS
+    so that they do not reset a global ``physmocap -q CMD``."""
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="print nothing on success (errors and warnings still go to stderr)")
+    g.add_argument("-v", "--verbose", action="store_true", default=default,
+                   help="say more (inferred units, each finished take…)")
 
 
 def _version() -> str:
@@ -493,7 +824,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PhysmocapError as exc:
-        print(f"physmocap: error: {exc}", file=sys.stderr)
+        print(f"physmocap: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except OSError as exc:      # a file the library did not open itself (permissions, disk full)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"physmocap: error: {where}{exc.strerror or _one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)

@@ -43,3 +43,22 @@ def rng() -> np.random.Generator:
 def project_root() -> Path:
     """The repository root (for shipped scenes)."""
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def demo_solve(tmp_path_factory) -> dict:
+    """The embedded demo capture solved once by ``physmocap solve --report --report-html``;
+    paths of the capture, BVH, JSON report and HTML report (shared by the report tests)."""
+    from physmocap.cli import main
+    from physmocap.demo import make_demo_capture
+    from physmocap.io.c3d import write_c3d
+
+    d = tmp_path_factory.mktemp("demo_solve")
+    capture, _ = make_demo_capture()
+    paths = {"c3d": d / "capture.c3d", "bvh": d / "solved.bvh", "json": d / "report.json",
+             "html": d / "report.html"}
+    write_c3d(capture, paths["c3d"])
+    code = main(["solve", str(paths["c3d"]), "-o", str(paths["bvh"]), "--report",
+                 str(paths["json"]), "--report-html", str(paths["html"]), "-q"])
+    assert code == 0
+    return paths

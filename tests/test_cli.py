@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -57,18 +58,121 @@ def test_usage_errors_exit_2():
     assert r.returncode == 2
 
 
+def _commands() -> list[list[str]]:
+    """Every command and subcommand of the parser (new commands are covered automatically)."""
+    import argparse
+
+    from physmocap.cli import build_parser
+
+    def walk(parser, prefix):
+        out = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out.append(prefix + [name])
+                    out += walk(sub, prefix + [name])
+        return out
+    return walk(build_parser(), [])
+
+
 def test_every_command_has_help_with_example():
-    for cmd in ("inspect", "convert", "solve", "demo", "play"):
-        r = subprocess.run([sys.executable, "-m", "physmocap", cmd, "--help"],
+    cmds = _commands()
+    assert {"inspect", "convert", "solve", "demo", "play", "batch", "mm"} <= {c[0] for c in cmds}
+    assert ["mm", "build"] in cmds and ["mm", "run"] in cmds
+    for cmd in [[]] + cmds:
+        r = subprocess.run([sys.executable, "-m", "physmocap", *cmd, "--help"],
                            capture_output=True, text=True)
-        assert r.returncode == 0 and "example" in r.stdout
+        assert r.returncode == 0 and r.stderr == "", cmd
+        assert "example" in r.stdout and "physmocap " + " ".join(cmd) in r.stdout, cmd
+        assert "--quiet" in r.stdout and "--verbose" in r.stdout, cmd
+
+
+@pytest.mark.parametrize("args", [
+    ["inspect"], ["solve", "x.c3d"], ["play", "x.bvh"], ["batch", "dir"], ["mm"],
+    ["mm", "run", "db.npz"], ["convert", "a.bvh"], ["nosuchcommand"], ["batch", "d", "-o", "o",
+                                                                       "--workers", "0"],
+    ["inspect", "x.bvh", "--no-such-flag"], ["-q", "-v", "inspect", "x.bvh"],
+])
+def test_usage_errors_exit_2_with_usage_on_stderr(args):
+    r = subprocess.run([sys.executable, "-m", "physmocap", *args], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and "usage:" in r.stderr, args
+
+
+@pytest.mark.parametrize("args", [
+    ["inspect", "{bad}"], ["solve", "{bad}", "-o", "{tmp}/o.bvh"],
+    ["convert", "{bad}", "{tmp}/o.bvh"], ["play", "{bad}", "-o", "{tmp}/o.bvh"],
+    ["mm", "build", "{bad}", "-o", "{tmp}/db.npz"],
+    ["mm", "run", "{bad}", "--input", "figure_eight", "-o", "{tmp}/o.bvh"],
+    ["batch", "{bad}", "-o", "{tmp}/out"],
+])
+def test_a_bad_file_gives_exit_1_and_one_line(args, tmp_path, capsys):
+    bad = tmp_path / "garbage.bvh"
+    if args[0] in ("solve",):
+        bad = tmp_path / "garbage.c3d"
+    if args[:2] == ["mm", "run"]:
+        bad = tmp_path / "garbage.npz"
+    bad.write_bytes(b"\x00\x01 this is not a motion file \xff" * 10)
+    argv = [a.format(bad=bad, tmp=tmp_path) for a in args]
+    code, out, err = run(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, (argv, err)
+    assert lines[0].startswith("physmocap: error: ") and str(bad) in lines[0], (argv, err)
+    assert "Traceback" not in err
+
+
+def test_unwritable_output_is_one_line(data_dir, tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        code, out, err = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle"
+                                             ".bvh"), str(ro / "o.bvh")], capsys)
+    finally:
+        ro.chmod(0o700)
+    if os.geteuid() == 0:        # root writes anyway: then it must simply succeed
+        assert code == 0
+    else:
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and lines[0].startswith("physmocap: error: ")
+
+
+def test_quiet_and_verbose_are_global(data_dir, tmp_path, capsys):
+    src = str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh")
+    for argv in (["-q", "convert", src, str(tmp_path / "a.bvh")],
+                 ["convert", "-q", src, str(tmp_path / "b.bvh")]):
+        code, out, err = run(argv, capsys)
+        assert code == 0 and out == "", argv
+    code, out, err = run(["convert", src, str(tmp_path / "c.bvh")], capsys)
+    assert code == 0 and out.startswith("wrote")
+    from physmocap.cli import build_parser
+    assert build_parser().parse_args(["-v", "inspect", "x.bvh"]).verbose is True
+    assert build_parser().parse_args(["inspect", "-v", "x.bvh"]).verbose is True
+    assert build_parser().parse_args(["inspect", "x.bvh"]).verbose is False
+
+
+def test_multi_line_errors_are_joined(monkeypatch, capsys):
+    import physmocap.cli as cli
+
+    def bad(args):
+        raise cli.PhysmocapError("first line\nsecond line", "f.c3d")
+    monkeypatch.setattr(cli, "cmd_inspect", bad)
+    code, out, err = run(["inspect", "f.c3d"], capsys)
+    assert code == 1 and err == "physmocap: error: f.c3d: first line second line\n"
 
 
 def test_convert_round_trip(data_dir, tmp_path, capsys):
     out = tmp_path / "o.bvh"
     code, _, _ = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh"),
-                      str(out), "--unit", "m", "--order", "XYZ"], capsys)
+                      "-o", str(out), "--out-unit", "m", "--order", "XYZ"], capsys)
     assert code == 0 and out.read_text().startswith("HIERARCHY")
+    from physmocap.io.bvh import read_bvh
+    a = read_bvh(data_dir / "bvh/games105/lab2_motion_material_idle.bvh")
+    b = read_bvh(out, unit="m")
+    np.testing.assert_allclose(b.gpos, a.gpos, atol=1e-5)
+    # the output given twice is a usage error (exit 2)
+    with pytest.raises(SystemExit) as exc:
+        main(["convert", str(out), str(out), "-o", str(out)])
+    assert exc.value.code == 2
 
 
 def test_demo_end_to_end(tmp_path, capsys):
@@ -131,4 +235,4 @@ def test_play_writes_simulated_motion_and_report(tmp_path, capsys):
         assert key in rep
     assert (tmp_path / "sim.bvh").stat().st_size > 0
     code, out, err = run(["play", str(tmp_path / "db.npz"), "-o", str(tmp_path / "x.bvh")], capsys)
-    assert code == 1 and "not built yet" in err
+    assert code == 1 and "--input" in err and len(err.strip().splitlines()) == 1

@@ -307,7 +307,8 @@ def test_bad_files_raise_file_format_error(db60, tmp_path):
     with pytest.raises(FileFormatError, match="version 99"):
         load_database(tmp_path / "v99.npz")
     del data["lvel"]
-    data["version"] = np.array(1)
+    from physmocap.matching.database import VERSION
+    data["version"] = np.array(VERSION)
     np.savez(tmp_path / "short.npz", **data)
     with pytest.raises(FileFormatError, match="lvel"):
         load_database(tmp_path / "short.npz")
@@ -375,6 +376,13 @@ def test_all_145_bandai_clips(data_dir):
     assert db.n_clips == 145
     assert db.n_frames == sum(int(round(m.duration * 60)) + 1 for m in motions)
     assert 0 <= db.n_frames / 60.0 - sum(m.duration for m in motions) <= 145 / 60 + 1e-6
+
+
+def test_database_keeps_the_source_up_axis(db60, tmp_path):
+    """Rest-pose retargeting of the database's poses needs its files' up axis (Y for BVH)."""
+    assert db60.up == "y"
+    save_database(db60, tmp_path / "db.npz")
+    assert load_database(tmp_path / "db.npz").up == "y"
 
 
 def test_loading_does_not_copy_the_arrays(db60, tmp_path):

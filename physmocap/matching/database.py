@@ -41,7 +41,7 @@ __all__ = [
 SIM_ROOT = "Simulation"
 #: Format tag and version stored in every saved database.
 FORMAT = "physmocap.PoseDatabase"
-VERSION = 1
+VERSION = 2     # 2: the source files' up axis (``up``)
 
 #: Common toe / foot joint names, tried in order (CMU, Mixamo, Bandai-Namco, games105, HumanBodyBones).
 TOE_NAMES = {
@@ -100,6 +100,8 @@ class PoseDatabase:
         mirrored: ``(C,)`` bool.
         tags: read-only mapping tag -> ``(N,)`` bool frame mask.
         contact_joints: the two joint names used for ``contacts`` (left, right).
+        up: the up axis of the source files (``"y"`` for most BVH): their rest pose, which
+            rest-pose retargeting aligns, has the root turned by that axis' conversion.
     """
 
     names: tuple
@@ -118,6 +120,7 @@ class PoseDatabase:
     tags: Mapping = field(default_factory=dict)
     end_sites: np.ndarray | None = None
     contact_joints: tuple = ("", "")
+    up: str = "z"
 
     def __post_init__(self):
         names = tuple(str(n) for n in self.names)
@@ -719,7 +722,7 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         offsets=offsets, fps=fps, **arrays,
         range_starts=starts, range_stops=stops, clip_names=clip_names,
         mirrored=np.array(mirrored_flags), tags=tag_masks, end_sites=ends,
-        contact_joints=(left, right))
+        contact_joints=(left, right), up=str(motions[0].meta.get("up") or "z"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -739,7 +742,7 @@ def save_database(db: PoseDatabase, path) -> None:
     payload.update(
         format=np.array(FORMAT), version=np.array(VERSION), fps=np.array(db.fps),
         names=np.array(db.names, dtype=str), clip_names=np.array(db.clip_names, dtype=str),
-        contact_joints=np.array(db.contact_joints, dtype=str),
+        contact_joints=np.array(db.contact_joints, dtype=str), up=np.array(db.up),
         tag_names=np.array(tag_names, dtype=str),
         tag_masks=(np.stack([db.tags[t] for t in tag_names]) if tag_names
                    else np.zeros((0, db.n_frames), bool)))
@@ -778,7 +781,8 @@ def _database_from(data: dict, path) -> PoseDatabase:
     if version != VERSION:
         raise FileFormatError(f"pose database version {version}; this physmocap reads version "
                               f"{VERSION} (rebuild it with build_database)", path)
-    need = _ARRAYS + ("fps", "names", "clip_names", "contact_joints", "tag_names", "tag_masks")
+    need = _ARRAYS + ("fps", "names", "clip_names", "contact_joints", "tag_names", "tag_masks",
+                      "up")
     missing = [k for k in need if k not in data]
     if missing:
         raise FileFormatError(f"pose database lacks {', '.join(missing)}", path)
@@ -790,7 +794,7 @@ def _database_from(data: dict, path) -> PoseDatabase:
         return PoseDatabase(
             names=tuple(str(n) for n in data["names"]), fps=float(data["fps"]),
             clip_names=tuple(str(n) for n in data["clip_names"]),
-            contact_joints=tuple(str(n) for n in data["contact_joints"]),
+            contact_joints=tuple(str(n) for n in data["contact_joints"]), up=str(data["up"]),
             tags={t: masks[i] for i, t in enumerate(tag_names)},
             **{k: data[k] for k in _ARRAYS})
     except ShapeError as exc:

@@ -17,7 +17,7 @@ from ..errors import UnknownNameError, known_list
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
-__all__ = ["retarget", "corrections", "HUMANOID_NAME_MAP"]
+__all__ = ["retarget", "corrections", "reference_pose", "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -36,6 +36,10 @@ HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
                           for s, side in (("L", "Left"), ("R", "Right"))})
 
 
+#: Target joints aligned by the body's frame, not by their bone, in the reference pose.
+_FLAT_IN_REFERENCE = ("LeftFoot", "RightFoot")
+
+
 def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:
     """``(J, 3)`` unit direction of each joint's segment at rest, zero where it has no length."""
     seg = sk.segment_vectors()
@@ -43,15 +47,61 @@ def _rest_bone_dirs(sk: Skeleton) -> np.ndarray:
     return np.where(n > 1e-6, seg / np.maximum(n, 1e-12), 0.0)
 
 
+def _basis(d: np.ndarray, s: np.ndarray) -> np.ndarray | None:
+    """``(3, 3)`` orthonormal columns ``[d, s_perp, d x s_perp]``; ``None`` if degenerate."""
+    s = s - (s @ d) * d
+    n = np.linalg.norm(s)
+    if n < 1e-6:
+        return None
+    s = s / n
+    return np.column_stack([d, s, np.cross(d, s)])
+
+
+def _body_axes(gpos: np.ndarray, idx: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lateral (left hip -> right hip) and forward unit axes ``(3,), (3,)`` of a pose, from the
+    joints ``idx`` names (HumanBodyBones -> index); ``None`` if a landmark is missing."""
+    need = ("LeftUpperLeg", "RightUpperLeg", "Hips")
+    if any(idx.get(n, -1) < 0 for n in need):
+        return None
+    top = next((idx[n] for n in ("Head", "Neck", "Chest", "Spine") if idx.get(n, -1) >= 0), -1)
+    if top < 0:
+        return None
+    lat = gpos[idx["RightUpperLeg"]] - gpos[idx["LeftUpperLeg"]]
+    up = gpos[top] - gpos[idx["Hips"]]
+    fwd = np.cross(up, lat)
+    if np.linalg.norm(lat) < 1e-6 or np.linalg.norm(fwd) < 1e-6:
+        return None
+    return lat / np.linalg.norm(lat), fwd / np.linalg.norm(fwd)
+
+
+def _upright(gpos: np.ndarray, idx: dict) -> bool:
+    """A usable reference pose: head above hips, both feet below the hips (Z up). ``True`` when
+    a landmark is missing (nothing to tell by)."""
+    names = ("Hips", "Head", "LeftFoot", "RightFoot")
+    if min(idx.get(n, -1) for n in names) < 0:
+        return True
+    hips, head = gpos[idx["Hips"]], gpos[idx["Head"]]
+    up = head - hips
+    h = np.linalg.norm(up)
+    return bool(up[2] > 0.7 * h and all(gpos[idx[n]][2] < hips[2] - 0.3 * h
+                                        for n in ("LeftFoot", "RightFoot")))
+
+
 def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None,
                 up: str = "z", source_rest: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Per target joint: the source joint that drives it (``(J_t,)``, -1 = none) and the constant
-    ``P (J_t, 4)`` with ``G_t(f) = G_s(f) · P`` (``P = G_s(rest)^-1 · C``, C turning the target's
-    rest bone onto the source's rest bone in the world).
+    ``P (J_t, 4)`` with ``G_t(f) = G_s(f) · P`` (``P = G_s(ref)^-1 · C``, C turning the target's
+    rest frame of the bone onto the source's in its reference pose, in the world).
+
+    C aligns two directions per bone: the bone itself and the body's lateral axis (left hip to
+    right hip; the forward axis for bones along it, such as T-pose arms). One direction alone
+    leaves the roll about the bone to chance: the pelvis, chest and feet then face wherever the
+    shortest rotation happens to turn them (90 degrees off on Bandai-Namco clips).
 
     ``up``: the source file's up axis (its rest pose has the root turned by that conversion);
-    ``source_rest``: ``(J_s, 4)`` explicit rest local rotations instead.
+    ``source_rest``: ``(J_s, 4)`` local rotations of the source's reference pose instead of the
+    file's rest pose (needed when that is not a standing pose: see ``retarget``).
     """
     mapping = {n: n for n in source.names if n in target.names}
     for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
@@ -67,20 +117,68 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
         rest[0, 0] = quat.from_matrix(up_to_zup_matrix(up or "z"))
     else:
         rest = np.asarray(source_rest, float)[None]
-    g_rest = forward_kinematics(source, rest, np.zeros((1, 3)))[1][0]          # (J_s, 4)
+    gp_s, g_rest = (x[0] for x in forward_kinematics(source, rest, np.zeros((1, 3))))
     d_s_world = quat.rotate(g_rest, _rest_bone_dirs(source))
     d_t = _rest_bone_dirs(target)
+    gp_t = target.rest_positions()
     src_index = np.full(len(target), -1)
-    pre = quat.identity((len(target),))
     for s_name, t_name in mapping.items():
-        js, jt = source.index(s_name), target.index(t_name)
-        src_index[jt] = js
-        # Aligning in the source joint's own frame instead would add the source rest frame's
-        # rotation (a Y-up file's 90 degrees) as a roll about the bone.
-        c = quat.between(d_t[jt], d_s_world[js]) if np.any(d_t[jt]) and np.any(d_s_world[js]) \
-            else quat.identity()
+        src_index[target.index(t_name)] = source.index(s_name)
+    t_idx = {n: i for i, n in enumerate(target.names)}
+    s_idx = {n: int(src_index[i]) for n, i in t_idx.items()}
+    axes_t, axes_s = _body_axes(gp_t, t_idx), _body_axes(gp_s, s_idx)
+    pre = quat.identity((len(target),))
+    undefined = []
+    for jt in range(len(target)):
+        js = src_index[jt]
+        if js < 0:
+            continue
+        if not (np.any(d_t[jt]) and np.any(d_s_world[js])):
+            undefined.append((js, jt))
+            continue
+        c = None
+        if axes_t is not None and axes_s is not None and target.names[jt] in _FLAT_IN_REFERENCE:
+            # Feet: flat in the reference pose means flat on the target, whatever pitch the
+            # source's ankle-to-toe bone has (Bandai-Namco's is 38 degrees, the template's 18): a
+            # foot aligned by its bone stands on its toes, and a simulated body on a flat foot
+            # then leans back by the difference.
+            c = quat.from_matrix(_basis(axes_s[1], axes_s[0]) @ _basis(axes_t[1], axes_t[0]).T)
+        elif axes_t is not None and axes_s is not None:
+            k = 1 if abs(d_t[jt] @ axes_t[0]) > 0.8 else 0      # lateral, or forward if along it
+            bt, bs = _basis(d_t[jt], axes_t[k]), _basis(d_s_world[js], axes_s[k])
+            if bt is not None and bs is not None:
+                c = quat.from_matrix(bs @ bt.T)
+        if c is None:
+            # Aligning in the source joint's own frame instead would add the source rest
+            # frame's rotation (a Y-up file's 90 degrees) as a roll about the bone.
+            c = quat.between(d_t[jt], d_s_world[js])
         pre[jt] = quat.mul(quat.conj(g_rest[js]), c)
+    # A bone without a direction (a leaf whose end site has zero length, e.g. Bandai-Namco's
+    # toes) takes its parent's alignment: it stays as it sits on its parent in both poses.
+    for js, jt in sorted(undefined, key=lambda x: x[1]):
+        pt = target.parents[jt]
+        if pt >= 0 and src_index[pt] >= 0:
+            pre[jt] = quat.mul(quat.mul(quat.conj(g_rest[js]), g_rest[src_index[pt]]), pre[pt])
+        elif axes_t is not None and axes_s is not None:
+            # a root with no single bone (CMU's hips branch three ways): the body's frame itself
+            c = quat.from_matrix(_basis(axes_s[1], axes_s[0]) @ _basis(axes_t[1], axes_t[0]).T)
+            pre[jt] = quat.mul(quat.conj(g_rest[js]), c)
+        else:
+            pre[jt] = quat.conj(g_rest[js])
     return src_index, pre
+
+
+def reference_pose(skeleton: Skeleton, up: str, first_pose: np.ndarray, target: Skeleton,
+                   name_map: dict[str, str] | None = None) -> np.ndarray | None:
+    """``(J_s, 4)`` local rotations of the source pose that ``corrections`` aligns: ``None``
+    (the file's rest pose) when that is a standing pose, else ``first_pose`` (a frame of the
+    motion; e.g. Bandai-Namco files, whose rest pose spreads the legs along the spine's axis)."""
+    rest = quat.identity((1, len(skeleton)))
+    rest[0, 0] = quat.from_matrix(up_to_zup_matrix(up or "z"))
+    gp = forward_kinematics(skeleton, rest, np.zeros((1, 3)))[0][0]
+    src_index, _ = corrections(skeleton, target, name_map, up or "z")
+    idx = {n: int(src_index[i]) for i, n in enumerate(target.names)}
+    return None if _upright(gp, idx) else np.array(first_pose, float)
 
 
 def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None = None,
@@ -91,11 +189,14 @@ def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None =
         source: the motion to copy.
         target: the skeleton to animate; its rest pose has identity rotations.
         name_map: source joint name -> target joint name; names equal in both map themselves.
-        source_rest: ``(J_s, 4)`` source local rotations of its rest pose (default: identity
-            in the source file, i.e. the root turned by the up-axis conversion in ``meta['up']``).
+        source_rest: ``(J_s, 4)`` source local rotations of its reference pose (default:
+            ``reference_pose``: the file's rest pose if it is a standing pose, else frame 0).
     Returns:
         a ``Motion`` on ``target`` with the source's rate.
     """
+    if source_rest is None:
+        source_rest = reference_pose(source.skeleton, source.meta.get("up") or "z",
+                                     source.lrot[0], target, name_map)
     src_index, pre = corrections(source.skeleton, target, name_map,
                                  source.meta.get("up") or "z", source_rest)
     F = source.n_frames

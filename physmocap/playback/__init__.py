@@ -3,6 +3,7 @@
 from .character import Character
 from .track import (MODES, FrameRetargeter, Tracker, TrackingSettings, TrackResult,
                     ground_motion, level_feet, loop_motion, track)
+from .live import LivePlayback, LiveResult, run_live
 
 __all__ = ["Character", "MODES", "FrameRetargeter", "Tracker", "TrackingSettings", "TrackResult",
-           "ground_motion", "level_feet", "loop_motion", "track"]
+           "ground_motion", "level_feet", "loop_motion", "track", "LivePlayback", "LiveResult", "run_live"]

@@ -125,9 +125,15 @@ class Character:
                 s = p.createCollisionShape(p.GEOM_CAPSULE, radius=min(r, 0.5 * L), height=hgt,
                                            collisionFramePosition=list(0.5 * seg),
                                            collisionFrameOrientation=list(q), physicsClientId=c)
-                ipos, iorn = list(0.5 * seg), list(q)
+                # The inertial frame must stay aligned with the link frame: PyBullet applies a
+                # spherical joint's rotation in the child's inertial frame, so a rotated inertial
+                # frame silently changes what every joint quaternion means (the body's shape no
+                # longer follows the reference). The capsule's tensor is rotated into the link
+                # frame instead and its diagonal kept (the products of inertia are dropped).
+                ipos, iorn = list(0.5 * seg), [0, 0, 0, 1]
                 Ia = m * (3 * r * r + L * L) / 12
-                I = [Ia, Ia, 0.5 * m * r * r]
+                R = quat.to_matrix(np.asarray(q, float))
+                I = list(np.diag(R @ np.diag([Ia, Ia, 0.5 * m * r * r]) @ R.T))
             shapes.append(s)
             inertial_pos.append([float(x) for x in ipos])
             inertial_orn.append([float(x) for x in iorn])

@@ -41,7 +41,11 @@ class TrackingSettings:
 
     Attributes:
         timestep: s, physics step; each motion frame takes ``round(1 / (fps * timestep))`` steps.
-        gravity: m/s².  friction: ground and body Coulomb friction.
+        gravity: m/s².  friction: ground and body Coulomb friction. 0.4 (a shoe on a smooth
+            floor): kinematic references let stance feet creep a few cm (retargeting, blending)
+            and a foot held by a stickier floor then fights the joint motors; measured on the
+            demo walk and a Bandai-Namco walk (assist mode), 0.3-0.5 track within 2-4 cm and 0.7
+            loses the walk (11-12 cm).
         solver_iterations: PyBullet constraint solver iterations per step.
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
@@ -52,7 +56,10 @@ class TrackingSettings:
             mass it carries (``joint_torque_scale``: segments below it / total) with floor
             ``joint_min_torque``.
         assist_kp, assist_kd: N/m, N·s/m of the root position assist (per kg of body mass).
-        assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist.
+        assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist. The
+            assist is an explicit force at 240 Hz on a light pelvis: a damping above ~60 N·m·s/rad
+            makes it chatter at the clamp while standing still (measured: 150 gave a steady
+            177 N / 400 N·m on a standing body, 40 gives 5 N / 0 N·m).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         level_feet: ``track`` turns each reference foot about its own bone (heel -> toe axis)
             so its sole faces the floor. ``retarget`` fixes bone directions only, so the twist
@@ -68,19 +75,19 @@ class TrackingSettings:
 
     timestep: float = 1.0 / 240.0
     gravity: float = 9.81
-    friction: float = 0.9
+    friction: float = 0.4
     solver_iterations: int = 10
     min_inertia: float = 0.03
     joint_kp: float = 1.0
     joint_kd: float = 1.0
     joint_max_torque: float = 600.0
     joint_min_torque: float = 30.0
-    assist_kp: float = 40.0
-    assist_kd: float = 8.0
-    assist_rot_kp: float = 600.0
-    assist_rot_kd: float = 60.0
-    assist_max_force: float = 500.0
-    assist_max_torque: float = 200.0
+    assist_kp: float = 200.0
+    assist_kd: float = 40.0
+    assist_rot_kp: float = 3000.0
+    assist_rot_kd: float = 40.0
+    assist_max_force: float = 700.0
+    assist_max_torque: float = 400.0
     level_feet: bool = True
     ground_reference: bool = True
     fall_root_ratio: float = 0.5
@@ -420,25 +427,31 @@ def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
 
 
 def level_feet(motion: Motion, body: BodyTemplate) -> Motion:
-    """``motion`` with each ``*Foot`` joint twisted about its bone so that the foot's sole normal
-    (its rest +Z) is as close to world up as the bone direction allows. Toes follow the foot."""
+    """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
+    so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
+
+    ``retarget`` fixes bone directions only, so the roll about a foot or toe bone is whatever the
+    source skeleton's axes made it: a toe segment rolled upside down lifts its collision box, and
+    the simulated foot then stands on the box's edge."""
     from .character import _segment
     lrot = np.array(motion.lrot)
-    grot = motion.grot
     up = np.array([0.0, 0.0, 1.0])
+    par = body.skeleton.parents
     for side in foot_joints(body):
-        j = side[0]
-        seg = _segment(body, j)
-        seg = seg / max(np.linalg.norm(seg), 1e-9)
-        g = grot[:, j]
-        b = quat.rotate(g, np.broadcast_to(seg, (len(g), 3)))
-        n = quat.rotate(g, np.broadcast_to(up, (len(g), 3)))
-        n_p = n - np.sum(n * b, -1, keepdims=True) * b
-        u_p = up - b * b[:, 2:3]
-        ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
-        g2 = quat.mul(quat.from_axis_angle(b, ang), g)
-        par = body.skeleton.parents[j]
-        lrot[:, j] = quat.mul(quat.conj(grot[:, par]), g2)
+        for j in sorted(side):                      # the foot before its toes
+            grot = Motion(motion.skeleton, motion.fps, motion.root_pos, lrot).grot
+            seg = _segment(body, j)
+            if np.linalg.norm(seg) < 1e-6:
+                continue
+            seg = seg / np.linalg.norm(seg)
+            g = grot[:, j]
+            b = quat.rotate(g, np.broadcast_to(seg, (len(g), 3)))
+            n = quat.rotate(g, np.broadcast_to(up, (len(g), 3)))
+            n_p = n - np.sum(n * b, -1, keepdims=True) * b
+            u_p = up - b * b[:, 2:3]
+            ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
+            g2 = quat.mul(quat.from_axis_angle(b, ang), g)
+            lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, level_feet=True))
 
@@ -495,38 +508,42 @@ class FrameRetargeter:
     """
 
     def __init__(self, source: Skeleton, target: Skeleton, ratio: float = 1.0,
-                 floor: float = 0.0, name_map: dict | None = None, up: str = "z"):
+                 floor: float = 0.0, name_map: dict | None = None, up: str = "z",
+                 source_rest: np.ndarray | None = None):
         from ..matching.retarget import corrections
-        self.src_index, self.pre = corrections(source, target, name_map, up)
+        self.src_index, self.pre = corrections(source, target, name_map, up, source_rest)
         self.source, self.target = source, target
         self.ratio, self.floor = float(ratio), float(floor)
+        self._pre = [tuple(map(float, q)) for q in self.pre]
 
     @classmethod
     def from_motion(cls, motion: Motion, target: Skeleton, name_map: dict | None = None
                     ) -> "FrameRetargeter":
         h_s = np.median(motion.gpos[:, 0, 2]) - np.min(motion.gpos[..., 2])
         h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
+        from ..matching.retarget import reference_pose
+        up = motion.meta.get("up") or "z"
         return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
-                   float(np.min(motion.gpos[..., 2])), name_map, motion.meta.get("up") or "z")
+                   float(np.min(motion.gpos[..., 2])), name_map, up,
+                   reference_pose(motion.skeleton, up, motion.lrot[0], target, name_map))
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
-        lrot = np.asarray(lrot, float)
-        gs = np.empty_like(lrot)
-        gs[0] = lrot[0]
+        lrot = [tuple(map(float, q)) for q in np.asarray(lrot, float)]
+        gs = [lrot[0]] * len(lrot)
         for j in range(1, len(sk)):
-            gs[j] = quat.mul(gs[sk.parents[j]], lrot[j])
+            gs[j] = quat.mul_t(gs[sk.parents[j]], lrot[j])
         J = len(self.target)
-        gt = np.empty((J, 4))
-        out = quat.identity((J,))
+        gt = [None] * J
+        out = [(0.0, 0.0, 0.0, 1.0)] * J
         par = self.target.parents
         for j in range(J):
             js = self.src_index[j]
             if js >= 0:
-                gt[j] = quat.mul(gs[js], self.pre[j])
-                out[j] = gt[j] if par[j] < 0 else quat.mul(quat.conj(gt[par[j]]), gt[j])
+                gt[j] = quat.mul_t(gs[js], self._pre[j])
+                out[j] = gt[j] if par[j] < 0 else quat.mul_t(quat.conj_t(gt[par[j]]), gt[j])
             else:
-                gt[j] = gt[par[j]] if par[j] >= 0 else quat.identity()
+                gt[j] = gt[par[j]] if par[j] >= 0 else (0.0, 0.0, 0.0, 1.0)
         r = np.asarray(root_pos, float)
         root = np.array([r[0] * self.ratio, r[1] * self.ratio, (r[2] - self.floor) * self.ratio])
-        return root, quat.normalize(out)
+        return root, quat.normalize(np.array(out))

@@ -36,6 +36,7 @@ class SolveResult:
         residual: ``(F, M)`` m; ``outliers``: ``(F, M)`` bool; ``plants``: ``(F, K)`` bool with
             ``plant_labels`` naming the K foot markers.
         report: the JSON-ready metrics.
+        limit_hit: ``(F, J)`` bool, joints held at a template joint limit (for the HTML report).
     """
 
     motion: Motion
@@ -49,6 +50,7 @@ class SolveResult:
     plants: np.ndarray
     plant_labels: tuple
     report: dict = field(default_factory=dict)
+    limit_hit: np.ndarray | None = None
 
 
 def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
@@ -247,7 +249,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                                      settings.outlier_distance, blackouts,
                                      int(markers.meta.get("nonfinite_samples", 0)))
     return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
-                       phys.clipped[:, :M], planted, plant_labels, report)
+                       phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
 
 
 #: Plausible subject sizes relative to the body template (a small child to a giant).
@@ -311,7 +313,14 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
                           "max": _mm(skate.max()) if skate.size else 0.0},
         "joint_limit_hits": hits,
         "calibration": {"scale": round(subject.scale, 4), "rms_mm": _mm(subject.rms_m),
-                        "frames": len(subject.frames)},
+                        "frames": len(subject.frames),
+                        # Where each marker sits on its segment (m, segment frame), so
+                        # `physmocap report` can rebuild the per-frame residuals from the BVH
+                        # and the C3D without a sidecar file.
+                        "marker_offsets_m": {
+                            l: [subject.skeleton.names[b]] + [round(float(v), 5) for v in o]
+                            for l, b, o in zip(labels, subject.markerset.body,
+                                               subject.markerset.offset)}},
         "substeps_median": float(np.median(substeps)),
         "solve_seconds": round(timings["total"], 3),
         "seconds": {k: round(v, 3) for k, v in timings.items()},

@@ -1,0 +1,222 @@
+"""Live coupling: a motion-matching controller drives the simulated character, frame by frame.
+
+Each frame, in one loop (``LivePlayback.step``):
+
+1. ``matching.Controller.step`` gives the next kinematic pose on the database's skeleton;
+2. ``FrameRetargeter`` maps it onto the body template (the simulated body's skeleton);
+3. the pose is prepared the way ``track`` prepares a whole clip, but causally: the feet are
+   unrolled about their bones (``level_feet``) and the root is moved vertically so that the
+   lowest sole point is on the floor, the offset smoothed by a one-pole filter (``ground_s``);
+4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
+
+``run_live`` plays an input scene for a duration and returns a ``TrackResult`` (the same report
+as ``track``: tracking error, root assist, penetration, foot skate, falls) plus per-frame
+timings; ``physmocap play DB.npz --input NAME`` is its command line.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import quat
+from ..motion import Motion
+from ..scene import BodyTemplate, load_body
+from .track import TrackingSettings, Tracker, TrackResult, sole_points
+from .track import FrameRetargeter
+
+__all__ = ["LivePlayback", "LiveResult", "run_live"]
+
+
+class _FrameFeet:
+    """``level_feet`` and the lowest sole point for one frame, in plain floats: the per-frame
+    path of the live loop, where numpy's per-call overhead on (4,) arrays dominates."""
+
+    def __init__(self, body: BodyTemplate):
+        from .character import foot_joints
+        sk = body.skeleton
+        self.parents = [int(p) for p in sk.parents]
+        self.offsets = [tuple(map(float, o)) for o in sk.offsets]
+        seg = sk.segment_vectors()
+        self.feet = []
+        for side in foot_joints(body):
+            for j in sorted(side):
+                n = float(np.linalg.norm(seg[j]))
+                if n > 1e-6:
+                    self.feet.append((j, tuple(map(float, seg[j] / n))))
+        joints, pts = sole_points(body)
+        self.soles = [(int(j), tuple(map(float, p))) for j, p in zip(joints, pts)]
+
+    def _global(self, lrot, root):
+        J = len(self.parents)
+        g, x = [None] * J, [None] * J
+        g[0], x[0] = tuple(lrot[0]), tuple(root)
+        for j in range(1, J):
+            p = self.parents[j]
+            g[j] = quat.mul_t(g[p], lrot[j])
+            o = quat.rotate_t(g[p], self.offsets[j])
+            x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
+        return g, x
+
+    def __call__(self, root, lrot) -> tuple[np.ndarray, float]:
+        """``lrot (J, 4)`` with feet and toes unrolled, and the lowest sole point's height (m)."""
+        lrot = [tuple(map(float, q)) for q in lrot]
+        for j, seg in self.feet:
+            g, _ = self._global(lrot, root)
+            gj = g[j]
+            b = quat.rotate_t(gj, seg)
+            n = quat.rotate_t(gj, (0.0, 0.0, 1.0))
+            nb = n[0] * b[0] + n[1] * b[1] + n[2] * b[2]
+            n_p = (n[0] - nb * b[0], n[1] - nb * b[1], n[2] - nb * b[2])
+            u_p = (-b[2] * b[0], -b[2] * b[1], 1.0 - b[2] * b[2])
+            cr = (n_p[1] * u_p[2] - n_p[2] * u_p[1], n_p[2] * u_p[0] - n_p[0] * u_p[2],
+                  n_p[0] * u_p[1] - n_p[1] * u_p[0])
+            ang = np.arctan2(b[0] * cr[0] + b[1] * cr[1] + b[2] * cr[2],
+                             n_p[0] * u_p[0] + n_p[1] * u_p[1] + n_p[2] * u_p[2])
+            sh, ch = np.sin(0.5 * ang), np.cos(0.5 * ang)
+            g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
+            lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
+        g, x = self._global(lrot, root)
+        low = min(x[j][2] + quat.rotate_t(g[j], p)[2] for j, p in self.soles)
+        return quat.normalize(np.array(lrot)), low
+
+
+def _hips_height(db) -> float:
+    """m, the median height of the database's hips above its floor (the simulation bone)."""
+    return float(np.median(db.lpos[:, 1, 2]))
+
+
+class LivePlayback:
+    """One motion-matched, physically simulated character.
+
+    Args:
+        controller: a ``matching.Controller`` (its database, input source and settings).
+        body: the simulated body template (default: the shipped ``humanoid``).
+        mode: ``"assist"`` or ``"physical"`` (see ``Tracker``).
+        settings: ``TrackingSettings``.
+        ground_s: s, time constant of the causal filter on the reference's floor offset.
+    """
+
+    def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
+                 settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05):
+        from ..matching.controller import output_skeleton
+        self.ctrl = controller
+        self.body = body or load_body()
+        self.mode = mode
+        self.settings = settings
+        src = output_skeleton(controller.db)
+        h_s = _hips_height(controller.db)
+        h_t = float(self.body.skeleton.offsets[0, 2])
+        # the database's rest pose is its source files' (up axis ``db.up``); where that is not a
+        # standing pose, its first frame is the reference (``retarget.reference_pose``)
+        from ..matching.retarget import reference_pose
+        db = controller.db
+        first = np.array(db.lrot[int(db.range_starts[0]), 1:])
+        self.retarget = FrameRetargeter(
+            src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
+            source_rest=reference_pose(src, db.up, first, self.body.skeleton))
+        self.tracker = Tracker(self.body, mode, settings)
+        self.dt = controller.dt
+        self._feet = _FrameFeet(self.body)
+        self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
+        self._offset = None
+        self._started = False
+
+    # --- one frame ------------------------------------------------------------------------
+
+    def reference_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Advance the controller one frame; the prepared reference on the body's skeleton:
+        ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation)."""
+        rp, rr, lp, lr = self.ctrl.step()
+        hips = rp + quat.rotate(rr, lp[0])
+        lrot = np.array(lr)
+        lrot[0] = quat.mul(rr, lr[0])
+        root, trot = self.retarget(hips, lrot)
+        trot, low = self._feet(root, trot)
+        off = -low
+        self._offset = off if self._offset is None else \
+            self._offset + self._alpha * (off - self._offset)
+        root = np.array(root, float)
+        root[2] += self._offset
+        return root, trot
+
+    def step(self):
+        """One frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot), info)``;
+        ``info`` is the ``Tracker.step`` info plus ``controller_ms`` and ``physics_ms``."""
+        t0 = time.perf_counter()
+        ref = self.reference_pose()
+        t1 = time.perf_counter()
+        if not self._started:
+            # the first pose places the body; it starts with the next pose's velocities
+            nxt = self.reference_pose()
+            self.tracker.reset(ref[0], ref[1][0], ref[1], next_pose=(nxt[0], nxt[1][0], nxt[1]),
+                               dt=self.dt)
+            self._started = True
+            ref = nxt
+            t1 = time.perf_counter()
+        rp, rr, lr, info = self.tracker.step(ref[0], ref[1][0], ref[1], self.dt)
+        t2 = time.perf_counter()
+        info = dict(info, controller_ms=1e3 * (t1 - t0), physics_ms=1e3 * (t2 - t1))
+        return ref, (rp, lr), info
+
+    def close(self) -> None:
+        self.tracker.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@dataclass(frozen=True, eq=False)
+class LiveResult:
+    """``track``'s result for the coupled loop, plus per-frame timings ``(F,)`` in ms."""
+
+    result: TrackResult
+    controller_ms: np.ndarray
+    physics_ms: np.ndarray
+
+    def report(self) -> dict:
+        rep = self.result.report()
+        total = self.controller_ms + self.physics_ms
+        rep.update(
+            frames_per_second=float(len(total) / (total.sum() / 1e3)) if total.sum() > 0 else 0.0,
+            latency_ms={"median": float(np.median(total)), "p99": float(np.percentile(total, 99))},
+            controller_ms_median=float(np.median(self.controller_ms)),
+            physics_ms_median=float(np.median(self.physics_ms)))
+        return rep
+
+
+def run_live(controller, duration: float, body: BodyTemplate | None = None, mode: str = "assist",
+             settings: TrackingSettings = TrackingSettings(), progress=None) -> LiveResult:
+    """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured."""
+    body = body or load_body()
+    n = max(2, int(round(duration / controller.dt)))
+    J = len(body)
+    ref_root, ref_lrot = np.empty((n, 3)), np.empty((n, J, 4))
+    sim_root, sim_lrot = np.empty((n, 3)), np.empty((n, J, 4))
+    force, torque, pen = np.zeros(n), np.zeros(n), np.zeros(n)
+    contacts = np.zeros((n, 2), bool)
+    c_ms, p_ms = np.zeros(n), np.zeros(n)
+    with LivePlayback(controller, body, mode, settings) as live:
+        for i in range(n):
+            (rr, rl), (sr, sl), info = live.step()
+            ref_root[i], ref_lrot[i], sim_root[i], sim_lrot[i] = rr, rl, sr, sl
+            force[i], torque[i] = info["assist_force_n"], info["assist_torque_nm"]
+            pen[i], contacts[i] = info["penetration_m"], info["contacts"]
+            c_ms[i], p_ms[i] = info["controller_ms"], info["physics_ms"]
+            if progress is not None and (i % 60 == 0 or i == n - 1):
+                progress("live playback", i + 1, n)
+        falls = list(live.tracker.falls)
+    fps = 1.0 / controller.dt
+    sk = body.skeleton
+    ref = Motion(sk, fps, ref_root, quat.normalize(ref_lrot), {"source": "motion matching"})
+    sim = Motion(sk, fps, sim_root, quat.normalize(sim_lrot),
+                 {"source": f"live physics playback ({mode})"})
+    err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
+    feet = tuple(body.index(nm) for nm in ("LeftFoot", "RightFoot"))
+    seconds = float((c_ms + p_ms).sum() / 1e3)
+    res = TrackResult(sim, ref, mode, err, force, torque, pen * 1e3, contacts, falls, seconds, feet)
+    return LiveResult(res, c_ms, p_ms)

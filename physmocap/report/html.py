@@ -1,0 +1,35 @@
+"""Small helpers for self-contained HTML pages: figures as embedded PNG, escaped text."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE"]
+
+esc = html.escape
+
+#: Inline CSS shared by the pages (no external stylesheet: pages must work offline).
+PAGE_STYLE = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 24px auto;
+       max-width: 1180px; color: #222; background: #fff; }
+h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+table.kv td { padding: 2px 12px 2px 0; } table.kv td:first-child { color: #666; }
+figure { margin: 8px 0 20px 0; } figure img { max-width: 100%; }
+figcaption { color: #555; font-size: 13px; }
+"""
+
+
+def figure_png(fig, dpi: int = 90) -> bytes:
+    """PNG bytes of a matplotlib figure (the figure is closed)."""
+    from ._mpl import pyplot
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    pyplot().close(fig)
+    return buf.getvalue()
+
+
+def img_tag(png: bytes, alt: str) -> str:
+    """An ``<img>`` with the PNG embedded as a data URL (no file or network needed)."""
+    return (f'<img alt="{esc(alt)}" src="data:image/png;base64,'
+            f'{base64.b64encode(png).decode("ascii")}">')

@@ -1,0 +1,65 @@
+"""The HTML solve report: self-contained, every figure present, the CLI paths and errors."""
+from __future__ import annotations
+
+import base64
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from physmocap.cli import main
+from physmocap.errors import PhysmocapError
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def test_solve_report_html_is_self_contained(demo_solve):
+    html = demo_solve["html"].read_text()
+    # No network: nothing fetched from anywhere, no external script or stylesheet.
+    assert not re.search(r"(src|href)=\"(https?:|//)", html)
+    assert "<script" not in html and "<link" not in html
+    imgs = _images(html)
+    assert len(imgs) == 7 and all(i.startswith(PNG) and len(i) > 5000 for i in imgs)
+    for heading in ("Marker residuals", "Gaps and where the body carried the solve",
+                    "Foot plants", "Joint angles", "Foot height and skate", "Joint-limit hits",
+                    "Key frames"):
+        assert f"<h2>{heading}</h2>" in html
+    assert "LKNE 60 fr" in html or "LKNE" in html          # the swapped markers are named
+
+
+def test_report_command_rebuilds_the_page(demo_solve, tmp_path, capsys):
+    out = tmp_path / "again.html"
+    assert main(["report", str(demo_solve["json"]), "-o", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert len(_images(out.read_text())) == 7
+    # Several reports: one page beside each; -o with several is refused in one line.
+    code = main(["report", str(demo_solve["json"]), str(demo_solve["json"]), "-o", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "one report" in err[0]
+    code = main(["report", str(tmp_path / "none.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "cannot read" in err[0]
+
+
+def test_key_frames_include_the_worst_frame(demo_solve):
+    from physmocap.report.solve_html import key_frames
+    from physmocap.report.trace import trace_from_files
+
+    tr, _ = trace_from_files(demo_solve["json"])
+    frames = key_frames(tr)
+    r = np.nan_to_num(np.where(tr.outliers, np.nan, tr.residual)).max(1)
+    assert int(np.argmax(r)) in frames and 2 <= len(frames) <= 4
+    assert frames == sorted(frames) and all(0 <= f < tr.n_frames for f in frames)
+
+
+def test_missing_matplotlib_is_a_clear_error(monkeypatch):
+    from physmocap.report._mpl import pyplot
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)    # import fails as if not installed
+    with pytest.raises(PhysmocapError, match=r"physmocap\[report\]"):
+        pyplot()

@@ -1,0 +1,110 @@
+"""The per-frame solve record: rebuilt from files it must reproduce the solve's own figures."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from physmocap import quat
+from physmocap.errors import FileFormatError, PhysmocapError
+from physmocap.motion import Motion
+from physmocap.report.solve_html import foot_skate
+from physmocap.report.trace import (fit_marker_offsets, joint_angles, limit_hits,
+                                    trace_from_files)
+from physmocap.scene import load_body
+
+
+def test_rebuilt_trace_reproduces_the_reports_figures(demo_solve):
+    """`physmocap report` recomputes from BVH + C3D; its arrays give the figures `solve` printed."""
+    tr, rep = trace_from_files(demo_solve["json"])
+    assert tr.n_frames == rep["frames"] and tr.labels == tuple(rep["markers"])
+    rms = np.sqrt(np.nanmean(tr.residual ** 2, axis=0)) * 1000
+    want = np.array([rep["per_marker_rms_mm"][l] for l in tr.labels])
+    # The offsets are stored to 0.01 mm and the BVH to 1e-6 cm: agreement to 0.05 mm.
+    np.testing.assert_allclose(rms, want, atol=0.05)
+    assert {l: int(n) for l, n in zip(tr.labels, tr.outliers.sum(0)) if n} == rep["outlier_frames"]
+    assert dict(zip(tr.plant_labels, map(int, tr.plants.sum(0)))) == rep["foot_plant_frames"]
+    names = tr.motion.skeleton.names
+    assert {names[j]: int(n) for j, n in enumerate(tr.limit_hit.sum(0)) if n} \
+        == rep["joint_limit_hits"]
+    step, both = foot_skate(tr)
+    assert step[both].mean() == pytest.approx(rep["foot_skate_mm"]["mean"], abs=0.01)
+    assert step[both].max() == pytest.approx(rep["foot_skate_mm"]["max"], abs=0.01)
+    gaps = np.isnan(tr.pos).any(-1).sum(0)
+    assert dict(zip(tr.labels, map(int, gaps))) == rep["gap_frames"]
+
+
+def _rest(body, F=3):
+    J = len(body.names)
+    return Motion(body.skeleton, 60.0, np.tile([0, 0, 1.0], (F, 1)),
+                  np.tile(quat.identity(), (F, J, 1)))
+
+
+def test_hinge_angle_is_signed_flexion_and_limits_flag_overflexion():
+    body = load_body()
+    m = _rest(body)
+    lrot = np.array(m.lrot)
+    knee = body.names.index("LeftLowerLeg")
+    axis = np.asarray(body.axis[knee])
+    lrot[:, knee] = quat.from_axis_angle(axis, np.radians([30.0, 140.0, 170.0]))
+    m = Motion(body.skeleton, 60.0, m.root_pos, lrot)
+    a = joint_angles(m, body)
+    np.testing.assert_allclose(a["LeftLowerLeg"][:, 0], [30.0, 140.0, 170.0], atol=1e-6)
+    assert np.isnan(a["LeftLowerLeg"][:, 1:]).all()
+    assert a["LeftUpperLeg"].shape == (3, 3) and np.allclose(a["LeftUpperLeg"], 0.0)
+    hit = limit_hits(m, body)[:, knee]
+    assert hit.tolist() == [False, False, True]            # template knee range 0..150 deg
+
+
+def test_fit_marker_offsets_recovers_offsets_despite_a_swap(rng):
+    from physmocap.demo import make_demo_capture
+    from physmocap.scene import load_markerset
+    from physmocap.solver.physical import landmarks
+
+    _, truth = make_demo_capture()
+    body = load_body()
+    ms = load_markerset("cmu41").bind(body.skeleton)
+    pos = landmarks(truth.gpos, truth.grot, ms)
+    pos[rng.random(pos.shape[:2]) < 0.1] = np.nan
+    pos[:30, [0, 1]] = pos[:30, [1, 0]]                       # a swap for 20 % of the take
+    off = fit_marker_offsets(truth, pos, ms.body)
+    assert np.abs(off - ms.offset).max() < 1e-9
+
+
+def test_trace_from_files_errors(demo_solve, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(FileFormatError, match="not a JSON report"):
+        trace_from_files(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kind": "motion"}))
+    with pytest.raises(FileFormatError, match="not a 'physmocap solve' report"):
+        trace_from_files(other)
+    with pytest.raises(FileFormatError, match="cannot read"):
+        trace_from_files(tmp_path / "missing.json")
+    rep = json.loads(demo_solve["json"].read_text())
+    rep["output"] = str(tmp_path / "gone.bvh")
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(rep))
+    with pytest.raises(PhysmocapError, match="--bvh"):
+        trace_from_files(moved)
+    from physmocap.io.bvh import read_bvh, write_bvh
+    short = tmp_path / "short.bvh"
+    write_bvh(read_bvh(demo_solve["bvh"], unit="cm")[:50], short)
+    with pytest.raises(PhysmocapError, match="not the same take"):
+        trace_from_files(demo_solve["json"], bvh=short)
+
+
+def test_an_older_report_without_offsets_fits_them(demo_solve, tmp_path):
+    """Reports written before the offsets were kept: the marker set is bound and the offsets
+    fitted to the take (median), close to the calibrated ones."""
+    rep = json.loads(demo_solve["json"].read_text())
+    del rep["calibration"]["marker_offsets_m"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(rep))
+    tr, _ = trace_from_files(old)
+    rms = np.sqrt(np.nanmean(np.where(tr.outliers, np.nan, tr.residual) ** 2, axis=0)) * 1000
+    want = np.array([rep["per_marker_rms_mm"][l] for l in tr.labels])
+    ok = ~np.isin(tr.labels, list(rep["outlier_frames"]))       # the swapped pair aside
+    assert np.abs(rms - want)[ok].max() < 0.5                 # 0.18 mm measured
