@@ -498,6 +498,10 @@ def _play_live(args) -> int:
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
+        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+    return 0
+
+
 def cmd_avatar(args) -> int:
     """``avatar extract CLIP -o TRACK.csv`` or ``avatar DB.npz --tracking TRACK.csv -o OUT.bvh``."""
     from .io.atomic import atomic_write_text
