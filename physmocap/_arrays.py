@@ -7,9 +7,17 @@ from .errors import ShapeError
 
 
 def frozen(a, dtype=float, shape: tuple | None = None, name: str = "array") -> np.ndarray:
-    """A read-only copy of ``a`` as ``dtype``, checked against ``shape`` (``None`` = any size)."""
+    """A read-only copy of ``a`` as ``dtype``, checked against ``shape`` (``None`` = any size).
+
+    An array of that dtype that is read-only down to the array owning its memory is taken as it
+    is (no copy): nothing writable shares it, and a loader handing over a million-frame
+    database must not need twice its memory.
+    """
     try:
-        arr = np.array(a, dtype=dtype, copy=True)
+        if _read_only_chain(a) and a.dtype == np.dtype(dtype):
+            arr = a
+        else:
+            arr = np.array(a, dtype=dtype, copy=True)
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"{name}: cannot convert to {np.dtype(dtype).name} array ({exc})") from None
     if shape is not None:
@@ -19,3 +27,15 @@ def frozen(a, dtype=float, shape: tuple | None = None, name: str = "array") -> n
             raise ShapeError(f"{name}: expected shape {want}, got {arr.shape}")
     arr.setflags(write=False)
     return arr
+
+
+def _read_only_chain(a) -> bool:
+    """True for an ndarray that is read-only all the way to the array owning its memory (a
+    loader's reshaped buffer; nothing writable shares it)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.base is None:
+            return True
+        a = a.base
+    return False

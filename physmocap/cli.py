@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -56,6 +57,14 @@ def load_any(path: Path, unit: str | None = None, up: str | None = None):
         return read_deepmimic(path)
     raise PhysmocapError(f"unknown file type {suffix or '(none)'!r}; physmocap reads .bvh, .c3d "
                          f"and DeepMimic .txt clips", path)
+
+
+def refuse_overwrite(inputs, outputs) -> None:
+    """Inputs are never modified: an output path naming an input file is an error."""
+    ins = [Path(p) for p in inputs if p is not None and Path(p).is_file()]
+    for out in (Path(o) for o in outputs if o is not None):
+        if out.exists() and any(os.path.samefile(out, i) for i in ins):
+            raise PhysmocapError("output would overwrite an input file; choose another name", out)
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -138,6 +147,7 @@ def cmd_convert(args) -> int:
     if (args.output is None) == (args.output_pos is None):
         args.parser.error("give the output once: convert IN.bvh -o OUT.bvh")
     output = args.output or args.output_pos
+    refuse_overwrite([args.input], [output])
     obj = load_any(Path(args.input), unit=args.in_unit, up=args.in_up)
     if not hasattr(obj, "skeleton"):
         raise PhysmocapError("convert writes skeletal motion; a C3D holds markers (the solver "
@@ -169,7 +179,12 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     from .solver.pipeline import cleaned_markers, solve_capture
 
     body = load_body(body_name)
-    spec = pick_markerset(markers.labels) if markerset == "auto" else load_markerset(markerset)
+    try:
+        spec = pick_markerset(markers.labels) if markerset == "auto" else load_markerset(markerset)
+    except PhysmocapError as exc:   # name the capture: "physmocap: error: FILE: …"
+        if exc.path is not None:
+            raise
+        raise type(exc)(exc.reason, markers.meta.get("path") or "<capture>") from None
     env = load_environment(scene) if scene else None
     result = solve_capture(markers, spec, body, static=static, environment=env,
                            progress=Progress(not quiet))
@@ -215,6 +230,8 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
+    refuse_overwrite([args.capture, args.static],
+                     [args.output, args.report, args.c3d_out, args.report_html])
     if args.report_html:
         from .report._mpl import pyplot
         pyplot()            # say that matplotlib is missing before a long solve, not after it
@@ -346,6 +363,7 @@ def cmd_mm_build(args) -> int:
     from .progress import Progress
 
     files = _bvh_files(args.clips)
+    refuse_overwrite(files, [args.output])
     prog = Progress(not args.quiet)
     motions = []
     for i, f in enumerate(files):
@@ -374,6 +392,7 @@ def cmd_mm_run(args) -> int:
     from .scene import _read
 
     from .scene import _resolve
+    refuse_overwrite([args.database], [args.output, args.report])
     db = load_database(args.database)
     feats = compute_features(db)
     scene_path = _resolve(args.input, "inputs", "input scene")    # a path or a shipped name
@@ -420,6 +439,7 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
+    refuse_overwrite([args.motion], [args.output, args.report])
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
@@ -798,6 +818,13 @@ def main(argv: list[str] | None = None) -> int:
     # Warnings (an inferred unit, a detected up axis) as one line each, no source echo.
     warnings.showwarning = lambda msg, *a, **k: print(f"physmocap: warning: {msg}",
                                                       file=sys.stderr)
+    # SIGTERM (a batch system, `kill`) unwinds like Ctrl-C, so atomic writers remove their
+    # temporary files and leave the old output in place; the default action would not.
+    import signal
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (main() called from a worker): leave it alone
+        previous = None
     try:
         return args.func(args)
     except PhysmocapError as exc:
@@ -810,6 +837,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("physmocap: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so ``finally`` blocks run."""
+
+
+def _terminate(signum, frame):
+    raise _Terminated()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -300,7 +300,7 @@ def test_bad_files_raise_file_format_error(db60, tmp_path):
         load_database(other)
     good = tmp_path / "good.npz"
     save_database(db60, good)
-    with np.load(good) as z:
+    with np.load(good, allow_pickle=False) as z:
         data = dict(z)
     data["version"] = np.array(99)
     np.savez(tmp_path / "v99.npz", **data)
@@ -383,3 +383,13 @@ def test_database_keeps_the_source_up_axis(db60, tmp_path):
     assert db60.up == "y"
     save_database(db60, tmp_path / "db.npz")
     assert load_database(tmp_path / "db.npz").up == "y"
+
+
+def test_loading_does_not_copy_the_arrays(db60, tmp_path):
+    """A loaded database holds its arrays once (a million frames must fit twice less memory)."""
+    save_database(db60, tmp_path / "db.npz")
+    db = load_database(tmp_path / "db.npz")
+    for k in ("lpos", "lrot", "lvel", "lang"):
+        a = getattr(db, k)
+        assert not a.flags.writeable and not a.flags.owndata      # the loader's buffer, as is
+        np.testing.assert_array_equal(a, getattr(db60, k))

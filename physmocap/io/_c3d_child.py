@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["load", "extract", "save", "load_npz"]
+__all__ = ["load", "extract", "save", "load_npz", "address_space"]
 
 
 def _plain(value):
@@ -68,8 +68,19 @@ def load_npz(out: str) -> dict:
         return {"points": z["points"], "residuals": z["residuals"], **info}
 
 
-def _limit_resources(src: str) -> None:
-    """Cap the child's address space and disable core dumps.
+def address_space() -> int:
+    """Bytes of address space this process maps now (0 where /proc is unavailable)."""
+    try:
+        import os
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _limit_resources(src: str, base: int = 0) -> None:
+    """Cap the child's address space (``base`` bytes, what a forked child already maps, plus
+    room to parse) and disable core dumps.
 
     A corrupt parameter section can make ezc3d allocate gigabytes and then segfault after
     seconds of paging; with a cap it fails at once with ``std::bad_alloc`` instead.
@@ -78,7 +89,7 @@ def _limit_resources(src: str) -> None:
         import os
         import resource
 
-        cap = 2 * 1024 ** 3 + 64 * os.path.getsize(src)  # generous: parsed data < 8x file size
+        cap = base + 2 * 1024 ** 3 + 64 * os.path.getsize(src)  # parsed data < 8x file size
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             cap = min(cap, hard)

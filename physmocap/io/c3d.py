@@ -7,7 +7,9 @@ the Python process:
    short files, wrong magic byte, parameter section outside the file, unknown or MIPS processor
    (ezc3d cannot read MIPS), and a declared data size (frames x points x bytes) larger than the
    file, so a corrupt header never makes the parser allocate gigabytes.
-2. ezc3d in strict mode, in-process.
+2. ezc3d in strict mode, in a forked copy of the process (POSIX; in-process elsewhere): fuzzing
+   found parameter sections that make even strict mode segfault, so a crash or hang there
+   becomes ``FileFormatError`` instead of killing the caller. The fork costs ~0.1 s per file.
 3. If strict mode fails, ezc3d with ``ignore_bad_formatting=True`` in a child process with a
    timeout (that mode segfaults on some corrupt parameter sections). A crash or a timeout
    becomes ``FileFormatError``.
@@ -27,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -44,6 +47,12 @@ __all__ = ["read_c3d", "write_c3d"]
 CHILD_TIMEOUT = 60.0
 
 _PROCESSORS = {84: "intel", 85: "dec", 86: "mips"}
+#: The C3D format's limit on a parameter's dimensions.
+_MAX_DIMS = 7
+#: Numeric parameters ezc3d dereferences as single values.
+_SCALARS = {b"POINT": {b"USED", b"SCALE", b"RATE", b"FRAMES", b"DATA_START"},
+            b"ANALOG": {b"USED", b"RATE", b"GEN_SCALE"},
+            b"ROTATION": {b"USED", b"RATE", b"DATA_START", b"RATIO"}}
 
 # Labels of markers that sit high / low on a standing body, to tell +axis from -axis.
 _HEAD = {"LFHD", "RFHD", "LBHD", "RBHD", "HEAD", "C7", "CLAV", "LSHO", "RSHO", "TOP", "VERTEX"}
@@ -147,6 +156,9 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
         b = fh.read(end - poff)
     corrupt = "the parameter section is corrupt ({}); re-export the file from the capture software"
     i = 4
+    groups: dict[int, str] = {}          # id -> name
+    params: list[tuple[int, int]] = []   # (group id, byte) of each parameter
+    empty: list[tuple[int, bytes, int]] = []   # numeric parameters without values
     while True:
         if i + 2 > len(b):
             raise FileFormatError(corrupt.format(
@@ -155,7 +167,7 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
         nlen = abs(struct.unpack_from("b", b, i)[0])
         gid = struct.unpack_from("b", b, i + 1)[0]
         if nlen == 0:
-            return  # regular end of the section
+            break  # regular end of the section
         j = i + 2 + nlen  # the 2-byte pointer to the next record
         fixed = j + 2 + (1 if gid < 0 else 2)
         if fixed > len(b):
@@ -163,23 +175,54 @@ def _check_parameter_records(path: Path, poff: int, h: dict, size: int) -> None:
                 f"a record at byte {poff + i} runs into the data section or past the end of the file"),
                 path)
         nxt = struct.unpack_from("<H", b, j)[0]
-        if gid > 0:
+        name = bytes(b[i + 2:j]).upper()
+        if gid < 0:
+            # ezc3d segfaults (strict mode too) on a group id defined twice
+            if -gid in groups:
+                raise FileFormatError(corrupt.format(
+                    f"group id {-gid} is defined twice (byte {poff + i})"), path)
+            groups[-gid] = name
+            desc = j + 2
+        elif gid > 0:
             typ, ndim = struct.unpack_from("b", b, j + 2)[0], b[j + 3]
             if typ not in (-1, 1, 2, 4):
                 raise FileFormatError(corrupt.format(
                     f"a parameter at byte {poff + i} has unknown data type {typ}"), path)
+            if ndim > _MAX_DIMS:    # the C3D limit; ezc3d segfaults on absurd dimension counts
+                raise FileFormatError(corrupt.format(
+                    f"a parameter at byte {poff + i} has {ndim} dimensions (at most "
+                    f"{_MAX_DIMS})"), path)
             dims = b[j + 4:j + 4 + ndim]
-            nbytes = abs(typ) * int(np.prod(np.frombuffer(dims, np.uint8), dtype=float))
+            count = int(np.prod(np.frombuffer(dims, np.uint8), dtype=float))
+            nbytes = abs(typ) * count
             if len(dims) < ndim or j + 4 + ndim + nbytes > len(b):
                 raise FileFormatError(corrupt.format(
                     f"a parameter at byte {poff + i} declares {nbytes:.0f} bytes of values that do "
                     f"not fit in the section"), path)
+            if typ != -1 and count == 0:
+                empty.append((gid, name, poff + i))
+            params.append((gid, poff + i))
+            desc = j + 4 + ndim + nbytes
+        # ezc3d reads the description length as a signed byte and segfaults on -1
+        if gid != 0 and (desc >= len(b) or b[desc] >= 128):
+            raise FileFormatError(corrupt.format(
+                f"the record at byte {poff + i} has an invalid description length"), path)
         if nxt == 0:
-            return  # last record
+            break  # last record
         if j + nxt < fixed:
             raise FileFormatError(corrupt.format(
                 f"the record at byte {poff + i} points backwards"), path)
         i = j + nxt
+    orphans = [at for g, at in params if g not in groups]
+    if orphans:
+        raise FileFormatError(corrupt.format(
+            f"the parameter at byte {orphans[0]} belongs to no group"), path)
+    for g, name, at in empty:
+        # ezc3d reads these as single values without checking (segfault on an empty one)
+        if name in _SCALARS.get(groups[g], ()):
+            raise FileFormatError(corrupt.format(
+                f"parameter {groups[g].decode(errors='replace')}:{name.decode(errors='replace')}"
+                f" at byte {at} has no value"), path)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -220,10 +263,80 @@ def _load_in_child(path: Path, strict_error: str) -> dict:
         return _c3d_child.load_npz(out)
 
 
+class _StrictFailed(Exception):
+    """ezc3d's strict parse raised (the message is its one-line reason)."""
+
+
+def _load_forked(path: Path) -> dict:
+    """Strict ezc3d parse in a forked copy of this process (cheap: no new interpreter).
+
+    Why: fuzzing found parameter sections on which even ezc3d's strict mode segfaults, and no
+    pre-check can list them all. A crash or hang of the fork becomes ``FileFormatError``; an
+    ezc3d exception becomes ``_StrictFailed`` (the caller then tries the lenient parser).
+    """
+    with tempfile.TemporaryDirectory(prefix="physmocap-c3d-") as tmp:
+        out = os.path.join(tmp, "points.npz")
+        with warnings.catch_warnings():   # Python 3.12+ warns about fork with threads
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child: parse, hand the arrays over, never return into the caller
+            code = 3
+            try:
+                import faulthandler
+                import signal
+                # A crash here is expected and reported by the parent: die of the signal, not
+                # through a handler the host installed (faulthandler, a fuzzer, a debugger).
+                faulthandler.disable()
+                for sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE,
+                            signal.SIGILL):
+                    signal.signal(sig, signal.SIG_DFL)
+                _c3d_child._limit_resources(str(path), base=_c3d_child.address_space())
+                _c3d_child.save(out, _c3d_child.load(str(path), lenient=False))
+                code = 0
+            except BaseException as exc:  # noqa: BLE001  (reported through the file)
+                try:
+                    with open(out + ".err", "w", encoding="utf-8") as fh:
+                        fh.write(_one_line(exc))
+                    code = 2
+                except BaseException:  # noqa: BLE001
+                    pass
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + CHILD_TIMEOUT
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                raise FileFormatError(f"the C3D parser hung for {CHILD_TIMEOUT:g} s; the file "
+                                      f"is corrupt", path)
+            time.sleep(0.002)
+        if os.WIFSIGNALED(status):
+            raise FileFormatError(
+                f"the C3D parser crashed (signal {os.WTERMSIG(status)}) on this file; its "
+                f"parameter section is corrupt; re-export the file from the capture software",
+                path)
+        if os.WEXITSTATUS(status) == 0 and os.path.exists(out):
+            return _c3d_child.load_npz(out)
+        why = "failed"
+        if os.path.exists(out + ".err"):
+            with open(out + ".err", encoding="utf-8") as fh:
+                why = fh.read().strip() or why
+        raise _StrictFailed(why)
+
+
 def _parse(path: Path) -> tuple[dict, str]:
     """``(_c3d_child.extract`` dict, parser name``)``."""
     try:
+        if hasattr(os, "fork"):
+            return _load_forked(path), "ezc3d"
         return _c3d_child.load(str(path), lenient=False), "ezc3d"
+    except _StrictFailed as exc:
+        strict_error = str(exc)
+    except FileFormatError:  # the fork crashed or hung: the lenient parser would too
+        raise
     except Exception as exc:  # ezc3d raises OSError/ValueError/RuntimeError on bad files
         strict_error = _one_line(exc)
     return _load_in_child(path, strict_error), "ezc3d-lenient-child"
@@ -425,11 +538,12 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
 
     Returns:
         ``MarkerTrajectories`` with ``pos (F, M, 3)`` m, NaN where a sample is invalid (residual
-        < 0, NaN, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
+        < 0, NaN, infinite, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
         (declared|inferred|assumed), up, up_source (declared|detected|assumed — assumed only when
         there is no valid marker data, then +z), first_frame (1-based, as in the header),
         n_points_in_file, n_virtual, processor, parser, analog_rate (when the file has analog
-        channels), analog_only (True for files with analog data but no points).
+        channels), analog_only (True for files with analog data but no points), nonfinite_samples
+        (when some valid-flagged samples held infinite coordinates).
 
     Raises:
         FileFormatError: empty, truncated, corrupt or unsupported (MIPS) files; files whose
@@ -459,7 +573,9 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
 
     pos = np.transpose(pts, (2, 1, 0)).copy()  # (F, N, 3)
     res = np.asarray(raw["residuals"], float).reshape(n, n_frames)
-    bad = (res.T < 0) | np.isnan(pos).any(axis=2) | np.all(pos == 0.0, axis=2)
+    # Infinite coordinates (a broken exporter) are missing samples too; counted in meta.
+    nonfinite = np.isinf(pos).any(axis=2) & ~(res.T < 0)
+    bad = (res.T < 0) | ~np.isfinite(pos).all(axis=2) | np.all(pos == 0.0, axis=2)
     pos[bad] = np.nan
 
     labels, subject, prefixes = _labels_and_subject(params, n)
@@ -487,6 +603,11 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         "n_points_in_file": n, "n_virtual": int(virt.sum()), "processor": hdr["processor"],
         "parser": parser,
     }
+    if nonfinite.any():
+        meta["nonfinite_samples"] = int(nonfinite[:, ~virt if points == "markers" else
+                                                  slice(None)].sum())
+        warnings.warn(f"{path}: {int(nonfinite.sum())} samples have infinite coordinates; read "
+                      f"as missing", stacklevel=2)
     if analog_used > 0 or hdr["analog_per_frame"] > 0:
         arate = float((_param(params, "ANALOG", "RATE") or [0.0])[0] or 0.0)
         if arate > 0:

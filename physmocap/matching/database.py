@@ -63,8 +63,12 @@ _MIRROR_WORLD = np.diag([1.0, -1.0, 1.0])
 
 
 def _ro(a):
+    """``a`` read-only, with the buffer it views (np.load returns reshaped views)."""
     a = np.asarray(a)
-    a.setflags(write=False)
+    b = a
+    while isinstance(b, np.ndarray):
+        b.setflags(write=False)
+        b = b.base
     return a
 
 
@@ -704,12 +708,18 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         tag_masks[tag] = mask
     offsets = np.vstack([np.zeros((1, 3)), sk.offsets])
     ends = np.vstack([np.full((1, 3), np.nan), sk.end_sites])
+
+    def stack(key):
+        # One array at a time, the clip pieces dropped at once, handed over read-only (so
+        # PoseDatabase keeps it without a copy): a million-frame build needs ~1.3x its arrays.
+        a = np.concatenate(chunks.pop(key))
+        a.setflags(write=False)
+        return a
+
+    arrays = {k: stack(k) for k in ("lpos", "lrot", "lvel", "lang", "contacts")}
     return PoseDatabase(
         names=(SIM_ROOT,) + sk.names, parents=np.concatenate([[-1], sk.parents + 1]),
-        offsets=offsets, fps=fps,
-        lpos=np.concatenate(chunks["lpos"]), lrot=np.concatenate(chunks["lrot"]),
-        lvel=np.concatenate(chunks["lvel"]), lang=np.concatenate(chunks["lang"]),
-        contacts=np.concatenate(chunks["contacts"]),
+        offsets=offsets, fps=fps, **arrays,
         range_starts=starts, range_stops=stops, clip_names=clip_names,
         mirrored=np.array(mirrored_flags), tags=tag_masks, end_sites=ends,
         contact_joints=(left, right), up=str(motions[0].meta.get("up") or "z"))
@@ -744,16 +754,27 @@ def save_database(db: PoseDatabase, path) -> None:
 def load_database(path) -> PoseDatabase:
     """Read a database written by ``save_database``. Raises ``FileFormatError`` on a missing,
     corrupt, foreign or wrong-version file."""
-    import zipfile
-
     path = Path(path)
     if not path.is_file():
         raise FileFormatError("no such file", path)
     try:
         with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise FileFormatError(f"not a readable .npz pose database ({exc})", path) from None
+            data = {k: _ro(z[k]) for k in z.files}   # read-only: PoseDatabase takes them as is
+    except MemoryError:
+        raise FileFormatError("an array in the file is larger than memory; the file is corrupt",
+                              path) from None
+    except Exception as exc:  # noqa: BLE001  zipfile, zlib, numpy's header parser (tokenize) …
+        raise FileFormatError(f"not a readable .npz pose database ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''})", path) from None
+    try:
+        return _database_from(data, path)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+        # fields of the wrong kind (a string where a number belongs, a 0-d array, …)
+        raise FileFormatError(f"inconsistent pose database ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0] if str(exc) else ''})", path) from None
+
+
+def _database_from(data: dict, path) -> PoseDatabase:
     if "format" not in data or str(data["format"]) != FORMAT:
         raise FileFormatError(f"not a {FORMAT} file", path)
     version = int(data.get("version", -1))

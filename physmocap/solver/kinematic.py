@@ -116,6 +116,14 @@ def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
         root_pos: ``(F, 3)`` m.
     """
     _check_markerset(skeleton, markerset)
+    F = len(lrot)
+    block = 4096   # frames at a time: a long take needs no temporaries beyond the output
+    if F > block:
+        out = np.empty((F, len(markerset), 3))
+        for s in range(0, F, block):
+            out[s:s + block] = marker_positions(skeleton, markerset, lrot[s:s + block],
+                                                root_pos[s:s + block])
+        return out
     gpos, grot = forward_kinematics(skeleton, lrot, root_pos)
     b = markerset.body
     return gpos[:, b] + quat.rotate(grot[:, b], markerset.offset)

@@ -97,10 +97,20 @@ class PhysicalResult:
     meta: dict = field(default_factory=dict)
 
 
+#: frames per block where a whole take is transformed at once (bounds the temporaries).
+BLOCK = 4096
+
+
 def landmarks(gpos: np.ndarray, grot: np.ndarray, markerset: MarkerSet) -> np.ndarray:
     """World landmark positions ``(..., M, 3)`` from joint frames ``gpos (..., J, 3)``,
-    ``grot (..., J, 4)``."""
+    ``grot (..., J, 4)``. Takes of frames ``(F, J, …)`` go in blocks of ``BLOCK`` frames, so a
+    long take needs no temporaries beyond the output."""
     b = markerset.body
+    if gpos.ndim == 3 and len(gpos) > BLOCK:
+        out = np.empty(gpos.shape[:1] + (len(b), 3))
+        for s in range(0, len(gpos), BLOCK):
+            out[s:s + BLOCK] = landmarks(gpos[s:s + BLOCK], grot[s:s + BLOCK], markerset)
+        return out
     return gpos[..., b, :] + quat.rotate(grot[..., b, :], markerset.offset)
 
 

@@ -8,14 +8,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..calibrate import Subject, calibrate
-from ..errors import PhysmocapError
+from ..calibrate import Subject, calibrate, estimate_scale
+from ..errors import PhysmocapError, UnitError
 from ..markers import MarkerTrajectories
 from ..motion import Motion
 from ..markers import MarkerSet
 from ..scene import BodyTemplate, Environment, MarkerSetSpec
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
+from .damage import bridge_blackouts, damage_report
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, solve_kinematic
 from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
 
@@ -168,6 +169,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
         cal_fps = static.fps
     else:
         cal_pos, cal_fps = pos, markers.fps
+    _check_size(cal_pos, body, ms0, static.meta if static is not None else markers.meta)
     say("calibrate", 0, 1)
     prior = kinematic_prior(body)
     subject = calibrate(cal_pos, cal_fps, body.skeleton, ms0, n_frames=calibration_frames,
@@ -218,6 +220,13 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     t_phys = time.perf_counter()
 
     motion = phys.motion
+    # Frames where no marker is seen have no springs: the solve held the last pose. Interpolate
+    # across them instead (held at the ends of the take), and say so in the report.
+    seen = ~np.isnan(pos).any(axis=-1).all(axis=1)
+    blackouts = []
+    if not seen.all():
+        root, lrot, blackouts = bridge_blackouts(motion.root_pos, motion.lrot, seen)
+        motion = Motion(motion.skeleton, motion.fps, root, lrot, motion.meta)
     solved = landmarks(motion.gpos, motion.grot, ms)
     residual = phys.residual[:, :M]
     holds = {}
@@ -236,8 +245,35 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
     report["hand_holds"] = holds
+    report["damage"] = damage_report(labels, pos, solved, phys.clipped[:, :M], markers.fps,
+                                     settings.outlier_distance, blackouts,
+                                     int(markers.meta.get("nonfinite_samples", 0)))
     return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
                        phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
+
+
+#: Plausible subject sizes relative to the body template (a small child to a giant).
+SIZE_RANGE = (0.25, 4.0)
+
+
+def _check_size(pos: np.ndarray, body: BodyTemplate, ms: MarkerSet, meta) -> None:
+    """Refuse a capture whose markers cannot be a person at the file's declared unit (a metre
+    file declared as mm makes a 2 mm tall subject): ``UnitError`` naming the likely unit."""
+    scale = estimate_scale(pos, body.skeleton, ms)
+    if SIZE_RANGE[0] <= scale <= SIZE_RANGE[1]:
+        return
+    unit = meta.get("unit", "?")
+    factor = {"m": 1.0, "cm": 0.01, "mm": 0.001}.get(unit)
+    hint = ""
+    if factor is not None:
+        # the unit that would make the subject closest to the template's size
+        guess = min(("m", 1.0), ("cm", 0.01), ("mm", 0.001),
+                    key=lambda u: abs(np.log(scale * u[1] / factor)))
+        if guess[0] != unit:
+            hint = f"; the data look like {guess[0]}"
+    raise UnitError(f"the markers' vertical span is {scale:.3g} x the body template's: not a "
+                    f"person at the file's unit ({unit}, {meta.get('unit_source', 'declared')})"
+                    f"{hint}; fix POINT:UNITS", meta.get("path"))
 
 
 def _mm(x) -> float:

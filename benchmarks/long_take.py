@@ -1,0 +1,107 @@
+"""Long takes: peak memory and speed of the whole solve (``solve_capture``) against take length.
+
+A long capture is made by tiling CMU 01_01 (22.9 s at 120 Hz, jumps and turns) end to end, each
+tile shifted so the subject carries on from where the last one ended (no teleport). Every length
+runs in its own child process, so ``ru_maxrss`` is that solve's peak. The script prints, per
+length: frames, solve frames/s, peak RSS, RSS before the solve (input built), and the bytes of
+the unavoidable per-frame arrays (input markers, output motion) so growth can be judged.
+
+    python benchmarks/long_take.py --minutes 1 2 5 [--extrapolate 60]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from _common import data_dir
+
+
+def tiled_capture(minutes: float):
+    """``MarkerTrajectories`` of ``minutes`` made from CMU 01_01 tiles (m, Z up)."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.markers import MarkerTrajectories
+
+    t = read_c3d(data_dir() / "c3d/cmu/01_01.c3d")
+    t = t.select([l for l in t.labels if l != "RBAC-1"])
+    n = int(round(minutes * 60 * t.fps))
+    reps = -(-n // t.n_frames)
+    # Each tile continues horizontally from where the last one ended.
+    centre = np.nanmean(t.pos, axis=1)                               # (F, 3)
+    ok = np.flatnonzero(~np.isnan(centre[:, 0]))
+    step = centre[ok[-1]] - centre[ok[0]]
+    step[2] = 0.0
+    pos = np.empty((reps * t.n_frames, len(t.labels), 3))
+    for r in range(reps):
+        pos[r * t.n_frames:(r + 1) * t.n_frames] = t.pos + r * step
+    return MarkerTrajectories(t.labels, t.fps, pos[:n], subject=t.subject,
+                              meta={"path": f"01_01 tiled to {minutes:g} min"})
+
+
+def child(minutes: float) -> None:
+    from physmocap.scene import load_body, pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    cap = tiled_capture(minutes)
+    body = load_body()
+    spec = pick_markerset(cap.labels)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t0 = time.perf_counter()
+    res = solve_capture(cap, spec, body)
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    F = cap.n_frames
+    out_bytes = res.motion.lrot.nbytes + res.motion.root_pos.nbytes
+    print(json.dumps({"minutes": minutes, "frames": F, "seconds": dt, "fps": F / dt,
+                      "peak_mb": peak, "before_mb": rss_before,
+                      "input_mb": cap.pos.nbytes / 2**20, "motion_mb": out_bytes / 2**20,
+                      "result_mb": sum(a.nbytes for a in (res.pos, res.solved_markers,
+                                                          res.residual, res.outliers,
+                                                          res.plants)) / 2**20
+                      + out_bytes / 2**20 + res.kinematic.lrot.nbytes / 2**20,
+                      "timings": res.report["seconds"]}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, nargs="+", default=[1, 2, 5])
+    ap.add_argument("--extrapolate", type=float, default=60.0)
+    ap.add_argument("--child", type=float, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        child(args.child)
+        return
+    rows = []
+    print(f"{'minutes':>7} {'frames':>8} {'frames/s':>9} {'peak MB':>8} {'before':>7} "
+          f"{'input MB':>8} {'result MB':>9}  stage seconds")
+    for m in args.minutes:
+        out = subprocess.run([sys.executable, __file__, "--child", str(m)], capture_output=True,
+                             text=True)
+        if out.returncode != 0:
+            print(f"{m:7g} failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append(r)
+        print(f"{m:7g} {r['frames']:8d} {r['fps']:9.0f} {r['peak_mb']:8.0f} {r['before_mb']:7.0f} "
+              f"{r['input_mb']:8.1f} {r['result_mb']:9.1f}  "
+              + " ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()), flush=True)
+    if len(rows) >= 2:
+        f = np.array([r["frames"] for r in rows], float)
+        peak = np.array([r["peak_mb"] for r in rows])
+        slope, icpt = np.polyfit(f, peak, 1)
+        res_pf = rows[-1]["result_mb"] / rows[-1]["frames"]
+        F = args.extrapolate * 60 * 120
+        fps = np.median([r["fps"] for r in rows])
+        print(f"peak RSS grows {slope * 2**20:.0f} bytes/frame (the returned arrays and input "
+              f"hold {res_pf * 2**20:.0f} bytes/frame); a {args.extrapolate:g}-minute take "
+              f"({F:.0f} frames at 120 Hz) extrapolates to {icpt + slope * F:.0f} MB peak and "
+              f"{F / fps / 60:.0f} min of solving at the median {fps:.0f} frames/s")
+
+
+if __name__ == "__main__":
+    main()
