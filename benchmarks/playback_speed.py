@@ -49,9 +49,9 @@ def main() -> None:
 
 
 def live() -> None:
-    """The coupled loop (search, inertialization, retarget, physics step) on an 8-clip
-    Bandai-Namco database (walks and runs, as the tests use): every shipped input in both
-    modes, then its speed beside the controller alone (the kinematic reference)."""
+    """The coupled loop (search, inertialization, retarget, physics step) on a Bandai-Namco
+    database of 20 clips (walks, turns, runs): every shipped input in both modes, then its
+    speed beside the controller alone (the kinematic reference)."""
     import time
 
     from physmocap.io.bvh import read_bvh as _read

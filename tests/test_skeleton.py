@@ -81,3 +81,18 @@ def test_fk_shape_error():
     sk = chain(3)
     with pytest.raises(ShapeError):
         forward_kinematics(sk, quat.identity((2, 4)), np.zeros((2, 3)))
+
+
+def test_forward_kinematics_frame_equals_batched(rng):
+    from physmocap import quat
+    from physmocap.skeleton import forward_kinematics_frame
+    from physmocap.scene import load_body
+    sk = load_body().skeleton
+    lrot = quat.from_scaled_axis(rng.normal(0.0, 0.7, (len(sk), 3)))
+    root = np.array([0.2, -0.1, 0.9])
+    gp, gr = forward_kinematics(sk, lrot[None], root[None])
+    p1, r1 = forward_kinematics_frame(sk, lrot, root)
+    np.testing.assert_allclose(p1, gp[0], atol=1e-12)
+    np.testing.assert_allclose(r1, gr[0], atol=1e-12)
+    with pytest.raises(ShapeError):
+        forward_kinematics_frame(sk, lrot[:-1], root)
