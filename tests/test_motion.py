@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from physmocap import Motion, ShapeError, Skeleton, quat
+from physmocap import Motion, ShapeError, Skeleton
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from physmocap import MarkerSet, ShapeError, Skeleton, quat
 from physmocap.io.bvh import read_bvh
 from physmocap.solver.body import PhysicsBody
-from physmocap.solver.physical import (PhysicalSettings, landmarks, plant_anchors,
+from physmocap.solver.physical import (landmarks, plant_anchors,
                                        solve_physical)
 from physmocap.solver.synthetic import place_markers, synthesize
 
