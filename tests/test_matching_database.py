@@ -393,3 +393,30 @@ def test_loading_does_not_copy_the_arrays(db60, tmp_path):
         a = getattr(db, k)
         assert not a.flags.writeable and not a.flags.owndata      # the loader's buffer, as is
         np.testing.assert_array_equal(a, getattr(db60, k))
+
+
+def test_build_memory_does_not_grow_beyond_the_arrays(data_dir):
+    """The build fills arrays allocated at their final size: what it holds beyond the database
+    arrays stays the same when the database is 4x larger (a million-frame build: 1.08x its
+    arrays, ``benchmarks/big_database.py``; it was 2.15x with per-clip pieces + concatenation)."""
+    import tracemalloc
+    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
+    clips = [read_bvh(f) for f in sorted(folder.glob("*walk*_00[1-2].bvh"))]
+
+    def extra_mb(k):
+        ms = clips * k
+        tracemalloc.start()
+        try:
+            db = build_database(ms, names=[f"c{i}" for i in range(len(ms))], fps=60)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        arrays = sum(getattr(db, n).nbytes for n in ("lpos", "lrot", "lvel", "lang", "contacts"))
+        return (peak - arrays) / 1e6, arrays / 1e6
+
+    extra_mb(1)                       # first call: one-off allocations (imports, caches)
+    small, a_small = extra_mb(4)
+    big, a_big = extra_mb(16)
+    assert a_big > 3.5 * a_small
+    # measured: +0 MB (this build) against +0.3x the added arrays (pieces + concatenation)
+    assert big - small < 0.1 * (a_big - a_small), (small, big, a_small, a_big)

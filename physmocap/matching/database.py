@@ -342,6 +342,13 @@ def _swap_side_tag(tag: str) -> str:
 # Resampling and mirroring of a Motion
 # --------------------------------------------------------------------------------------------
 
+def _resampled_length(motion: Motion, fps: float) -> int:
+    """Frames ``resample(motion, fps)`` returns (without resampling)."""
+    if motion.n_frames < 2 or abs(motion.fps - float(fps)) <= 1e-9 * float(fps):
+        return motion.n_frames
+    return int(np.floor(motion.duration * float(fps) + 1e-6)) + 1
+
+
 def resample(motion: Motion, fps: float) -> Motion:
     """``motion`` at ``fps``: root positions interpolated linearly, rotations by slerp.
 
@@ -354,7 +361,7 @@ def resample(motion: Motion, fps: float) -> Motion:
     if motion.n_frames < 2 or abs(motion.fps - fps) <= 1e-9 * fps:
         return motion if motion.fps == fps else Motion(motion.skeleton, fps, motion.root_pos,
                                                         motion.lrot, motion.meta)
-    n = int(np.floor(motion.duration * fps + 1e-6)) + 1
+    n = _resampled_length(motion, fps)
     t = np.arange(n) * (motion.fps / fps)              # source frame index (float)
     i0 = np.minimum(np.floor(t + 1e-9).astype(int), motion.n_frames - 2)
     a = t - i0
@@ -643,11 +650,23 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         S, _ = _mirror_frames(motions, mirror_idx)
 
     J1 = len(sk) + 1
-    chunks = {k: [] for k in ("lpos", "lrot", "lvel", "lang", "contacts")}
     clip_names, mirrored_flags, clip_tag_list, lengths = [], [], [], []
     jobs = [(m, n, False) for m, n in zip(motions, names)]
     if mirror:
         jobs = [job for m, n in zip(motions, names) for job in ((m, n, False), (m, n, True))]
+    # The output arrays are allocated once at their final size and filled clip by clip: a
+    # million-frame build then holds the database plus one clip's temporaries, not the clip
+    # pieces and their concatenation side by side.
+    sizes = [_resampled_length(m, fps) for m, _, _ in jobs]
+    for (m, name, _), n in zip(jobs, sizes):
+        if n < 2:
+            raise ShapeError(f"clip {name!r} has {n} frame(s) at {fps:g} fps; at least 2 are "
+                             f"needed")
+    N = int(sum(sizes))
+    out = {"lpos": np.empty((N, J1, 3)), "lrot": np.empty((N, J1, 4)),
+           "lvel": np.empty((N, J1, 3)), "lang": np.empty((N, J1, 3)),
+           "contacts": np.empty((N, 2), bool)}
+    at = 0
     for k, (m, name, is_mirror) in enumerate(jobs):
         if is_mirror:
             m = mirror_motion(m, S, mirror_idx)
@@ -655,9 +674,9 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         else:
             fwd_local = f_local
         m = resample(m, fps)
-        if m.n_frames < 2:
-            raise ShapeError(f"clip {name!r} has {m.n_frames} frame(s) at {fps:g} fps; "
-                             f"at least 2 are needed")
+        if m is jobs[k][0]:
+            # not resampled: a copy, so the FK caches below stay ours, not on the caller's clip
+            m = Motion(m.skeleton, m.fps, m.root_pos, m.lrot, m.meta)
         F = m.n_frames
         hips_pos, hips_rot = m.root_pos, m.grot[:, 0]
         # Eq. 3.4: the hips projected onto the floor (z = 0)
@@ -687,7 +706,8 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         contacts = _median_filter_bool(speed < contact_speed, int(contact_radius))
         for key, val in (("lpos", lpos), ("lrot", lrot), ("lvel", lvel), ("lang", lang),
                          ("contacts", contacts)):
-            chunks[key].append(val)
+            out[key][at:at + F] = val
+        at += F
         clip_names.append(f"{name}:mirror" if is_mirror else name)
         mirrored_flags.append(is_mirror)
         t = clip_tags[name]
@@ -698,7 +718,7 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
 
     stops = np.cumsum(lengths)
     starts = stops - np.asarray(lengths)
-    N = int(stops[-1])
+    assert at == N, (at, N)     # _resampled_length agrees with resample
     tag_masks = {}
     for tag in sorted(set().union(*clip_tag_list)):
         mask = np.zeros(N, bool)
@@ -709,14 +729,9 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     offsets = np.vstack([np.zeros((1, 3)), sk.offsets])
     ends = np.vstack([np.full((1, 3), np.nan), sk.end_sites])
 
-    def stack(key):
-        # One array at a time, the clip pieces dropped at once, handed over read-only (so
-        # PoseDatabase keeps it without a copy): a million-frame build needs ~1.3x its arrays.
-        a = np.concatenate(chunks.pop(key))
-        a.setflags(write=False)
-        return a
-
-    arrays = {k: stack(k) for k in ("lpos", "lrot", "lvel", "lang", "contacts")}
+    for a in out.values():
+        a.setflags(write=False)       # handed over read-only: PoseDatabase keeps them as they are
+    arrays = out
     return PoseDatabase(
         names=(SIM_ROOT,) + sk.names, parents=np.concatenate([[-1], sk.parents + 1]),
         offsets=offsets, fps=fps, **arrays,
