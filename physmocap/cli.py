@@ -378,27 +378,37 @@ def cmd_mm_build(args) -> int:
     return 0
 
 
+def _scene_controller(database, input_scene, duration, settings=None):
+    """``(db, controller, scene path, duration s)`` for ``mm run`` and ``play DB.npz``: the
+    database, an input scene (a path or a shipped name) and its ``[run] duration`` unless given."""
+    from .matching.controller import Controller, ControllerSettings
+    from .matching.database import load_database
+    from .matching.features import compute_features
+    from .matching.trajectory import load_input
+    from .scene import _read, _resolve
+
+    db = load_database(database)
+    scene_path = _resolve(input_scene, "inputs", "input scene")
+    duration = duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
+    ctrl = Controller(db, compute_features(db), load_input(scene_path),
+                      settings or ControllerSettings())
+    return db, ctrl, scene_path, duration
+
+
 def cmd_mm_run(args) -> int:
     import time as _time
 
     from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
-    from .matching.controller import Controller, ControllerSettings, run_controller
-    from .matching.database import load_database
-    from .matching.features import compute_features
+    from .matching.controller import ControllerSettings, run_controller
     from .matching.metrics import run_report
-    from .matching.trajectory import load_input
     from .progress import Progress
-    from .scene import _read
 
-    from .scene import _resolve
     refuse_overwrite([args.database], [args.output, args.report])
-    db = load_database(args.database)
-    feats = compute_features(db)
-    scene_path = _resolve(args.input, "inputs", "input scene")    # a path or a shipped name
-    source = load_input(scene_path)
-    duration = args.duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
-    ctrl = Controller(db, feats, source, ControllerSettings(search_every=args.search_every))
+    db, ctrl, scene_path, duration = _scene_controller(
+        args.database, args.input, args.duration,
+        ControllerSettings(search_every=args.search_every))
+    source = ctrl.source
     t0 = _time.perf_counter()
     motion, record = run_controller(ctrl, duration, progress=Progress(not args.quiet))
     seconds = _time.perf_counter() - t0
@@ -467,23 +477,14 @@ def _play_live(args) -> int:
     """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
     from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
-    from .matching.controller import Controller
-    from .matching.database import load_database
-    from .matching.features import compute_features
-    from .matching.trajectory import load_input
     from .playback.live import run_live
     from .progress import Progress
-    from .scene import _read, _resolve
 
     if not args.input:
         raise PhysmocapError("playing a database needs an input scene: --input NAME (shipped: "
                              "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
                              "head_circle) or a file", args.motion)
-    db = load_database(args.motion)
-    scene_path = _resolve(args.input, "inputs", "input scene")
-    source = load_input(scene_path)
-    duration = args.duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
-    ctrl = Controller(db, compute_features(db), source)
+    db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     live = run_live(ctrl, duration, mode=args.mode, progress=Progress(not args.quiet))
     write_bvh(live.result.motion, args.output)
     rep = live.report()

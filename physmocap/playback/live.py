@@ -23,7 +23,8 @@ import numpy as np
 from .. import quat
 from ..motion import Motion
 from ..scene import BodyTemplate, load_body
-from .track import TrackingSettings, Tracker, TrackResult, sole_points
+from ..skeleton import forward_kinematics_frame
+from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
 from .track import FrameRetargeter
 
 __all__ = ["LivePlayback", "LiveResult", "run_live"]
@@ -36,8 +37,8 @@ class _FrameFeet:
     def __init__(self, body: BodyTemplate):
         from .character import foot_joints
         sk = body.skeleton
+        self.skeleton = sk
         self.parents = [int(p) for p in sk.parents]
-        self.offsets = [tuple(map(float, o)) for o in sk.offsets]
         seg = sk.segment_vectors()
         self.feet = []
         for side in foot_joints(body):
@@ -48,22 +49,11 @@ class _FrameFeet:
         joints, pts = sole_points(body)
         self.soles = [(int(j), tuple(map(float, p))) for j, p in zip(joints, pts)]
 
-    def _global(self, lrot, root):
-        J = len(self.parents)
-        g, x = [None] * J, [None] * J
-        g[0], x[0] = tuple(lrot[0]), tuple(root)
-        for j in range(1, J):
-            p = self.parents[j]
-            g[j] = quat.mul_t(g[p], lrot[j])
-            o = quat.rotate_t(g[p], self.offsets[j])
-            x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
-        return g, x
-
     def __call__(self, root, lrot) -> tuple[np.ndarray, float]:
         """``lrot (J, 4)`` with feet and toes unrolled, and the lowest sole point's height (m)."""
-        lrot = [tuple(map(float, q)) for q in lrot]
+        lrot = np.array(lrot, float)
         for j, seg in self.feet:
-            g, _ = self._global(lrot, root)
+            g = forward_kinematics_frame(self.skeleton, lrot, root)[1].tolist()
             gj = g[j]
             b = quat.rotate_t(gj, seg)
             n = quat.rotate_t(gj, (0.0, 0.0, 1.0))
@@ -77,9 +67,9 @@ class _FrameFeet:
             sh, ch = np.sin(0.5 * ang), np.cos(0.5 * ang)
             g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
             lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
-        g, x = self._global(lrot, root)
+        x, g = (a.tolist() for a in forward_kinematics_frame(self.skeleton, lrot, root))
         low = min(x[j][2] + quat.rotate_t(g[j], p)[2] for j, p in self.soles)
-        return quat.normalize(np.array(lrot)), low
+        return quat.normalize(lrot), low
 
 
 def _hips_height(db) -> float:
@@ -211,12 +201,8 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
                 progress("live playback", i + 1, n)
         falls = list(live.tracker.falls)
     fps = 1.0 / controller.dt
-    sk = body.skeleton
-    ref = Motion(sk, fps, ref_root, quat.normalize(ref_lrot), {"source": "motion matching"})
-    sim = Motion(sk, fps, sim_root, quat.normalize(sim_lrot),
-                 {"source": f"live physics playback ({mode})"})
-    err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
-    feet = tuple(body.index(nm) for nm in ("LeftFoot", "RightFoot"))
-    seconds = float((c_ms + p_ms).sum() / 1e3)
-    res = TrackResult(sim, ref, mode, err, force, torque, pen * 1e3, contacts, falls, seconds, feet)
+    ref = Motion(body.skeleton, fps, ref_root, quat.normalize(ref_lrot),
+                 {"source": "motion matching"})
+    res = measure(ref, sim_root, sim_lrot, body, mode, force, torque, pen, contacts, falls,
+                  float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})")
     return LiveResult(res, c_ms, p_ms)

@@ -406,13 +406,21 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         falls = list(tr.falls)
     finally:
         tr.close()
-    sim = Motion(ref.skeleton, ref.fps, root, quat.normalize(lrot),
-                 {"source": f"physics playback ({mode})"})
+    # frame 0 is the reset pose, not simulated: report steps 1.. for timing
+    return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
+                   seconds * F / max(F - 1, 1), source=f"physics playback ({mode})")
+
+
+def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,
+            force: np.ndarray, torque: np.ndarray, penetration_m: np.ndarray,
+            contacts: np.ndarray, falls: list, seconds: float, source: str) -> TrackResult:
+    """The ``TrackResult`` of a simulated run: ``root (F, 3)``, ``lrot (F, J, 4)`` against the
+    reference it followed, with the per-frame assist, ``penetration_m`` and contacts ``(F, …)``."""
+    sim = Motion(ref.skeleton, ref.fps, root, quat.normalize(lrot), {"source": source})
     err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
     feet = tuple(body.index(n) for n in ("LeftFoot", "RightFoot"))
-    # frame 0 is the reset pose, not simulated: report steps 1.. for timing
-    return TrackResult(sim, ref, mode, err, force, torque, pen * 1e3, contacts, falls,
-                       seconds * F / max(F - 1, 1), feet)
+    return TrackResult(sim, ref, mode, err, force, torque, penetration_m * 1e3, contacts,
+                       list(falls), seconds, feet)
 
 
 def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
