@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import FileFormatError, PhysmocapError
 from ..tracking import POINTS, ThreePointTrack
 from .atomic import atomic_write_text
+from .bvh import _is_float
 
 __all__ = ["read_tracking", "write_tracking", "COLUMNS"]
 
@@ -69,14 +70,6 @@ def read_tracking(path) -> ThreePointTrack:
         return ThreePointTrack(data[:, 0], q[..., :3], q[..., 3:])
     except PhysmocapError as exc:  # cannot happen after the checks above; keep the file name
         raise FileFormatError(exc.reason, path) from None
-
-
-def _is_float(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
 
 
 def write_tracking(track: ThreePointTrack, path, comment: str | None = None) -> None:

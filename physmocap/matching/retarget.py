@@ -87,6 +87,23 @@ def _upright(gpos: np.ndarray, idx: dict) -> bool:
                                         for n in ("LeftFoot", "RightFoot")))
 
 
+def joint_map(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None
+              ) -> np.ndarray:
+    """``(J_t,)`` int: the source joint driving each target joint (-1 = none), by equal names
+    and ``name_map`` (default ``HUMANOID_NAME_MAP``). Raises if the target root has none."""
+    mapping = {n: n for n in source.names if n in target.names}
+    for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
+        if s_name in source.names and t_name in target.names:
+            mapping[s_name] = t_name
+    if target.names[0] not in mapping.values():
+        raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source joint"
+                               f"; source joints: {known_list(source.names)}")
+    src_index = np.full(len(target), -1)
+    for s_name, t_name in mapping.items():
+        src_index[target.index(t_name)] = source.index(s_name)
+    return src_index
+
+
 def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None,
                 up: str = "z", source_rest: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -103,13 +120,7 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
     ``source_rest``: ``(J_s, 4)`` local rotations of the source's reference pose instead of the
     file's rest pose (needed when that is not a standing pose: see ``retarget``).
     """
-    mapping = {n: n for n in source.names if n in target.names}
-    for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
-        if s_name in source.names and t_name in target.names:
-            mapping[s_name] = t_name
-    if target.names[0] not in mapping.values():
-        raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source joint"
-                               f"; source joints: {known_list(source.names)}")
+    src_index = joint_map(source, target, name_map)
     if source_rest is None:
         # The file's rest pose (every rotation identity *in the file*) has, in our Z-up world,
         # the root turned by the up-axis conversion the reader applied.
@@ -121,9 +132,6 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
     d_s_world = quat.rotate(g_rest, _rest_bone_dirs(source))
     d_t = _rest_bone_dirs(target)
     gp_t = target.rest_positions()
-    src_index = np.full(len(target), -1)
-    for s_name, t_name in mapping.items():
-        src_index[target.index(t_name)] = source.index(s_name)
     t_idx = {n: i for i, n in enumerate(target.names)}
     s_idx = {n: int(src_index[i]) for n, i in t_idx.items()}
     axes_t, axes_s = _body_axes(gp_t, t_idx), _body_axes(gp_s, s_idx)
@@ -176,7 +184,7 @@ def reference_pose(skeleton: Skeleton, up: str, first_pose: np.ndarray, target: 
     rest = quat.identity((1, len(skeleton)))
     rest[0, 0] = quat.from_matrix(up_to_zup_matrix(up or "z"))
     gp = forward_kinematics(skeleton, rest, np.zeros((1, 3)))[0][0]
-    src_index, _ = corrections(skeleton, target, name_map, up or "z")
+    src_index = joint_map(skeleton, target, name_map)
     idx = {n: int(src_index[i]) for i, n in enumerate(target.names)}
     return None if _upright(gp, idx) else np.array(first_pose, float)
 
