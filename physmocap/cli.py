@@ -547,13 +547,10 @@ def cmd_avatar(args) -> int:
         # the avatar's motion on the simulated body: retargeted, then tracked with gravity and
         # ground contact (the hands then follow the controllers only as well as the body tracks)
         from .matching.retarget import retarget
-        from .motion import Motion
         from .playback.track import track
         from .scene import load_body
         body = load_body()
-        src = Motion(motion.skeleton, motion.fps, motion.root_pos, motion.lrot,
-                     dict(motion.meta, up=db.up))
-        physics = track(retarget(src, body.skeleton), body, mode=args.mode,
+        physics = track(retarget(motion, body.skeleton), body, mode=args.mode,
                         progress=Progress(not args.quiet))
         write_bvh(physics.motion, args.output)
     else:

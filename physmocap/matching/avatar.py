@@ -482,7 +482,7 @@ def run_avatar(avatar: Avatar, n_frames: int | None = None, progress=None
         if progress is not None and (i % 60 == 0 or i == n - 1):
             progress("avatar", i + 1, n)
     return Motion(sk, 1.0 / avatar.dt, root, quat.normalize(lrot),
-                  {"source": "three-point avatar"}), avatar.record
+                  {"source": "three-point avatar", "up": avatar.ctrl.db.up}), avatar.record
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,7 +546,7 @@ def naive_avatar(db: PoseDatabase, track: ThreePointTrack,
         rec.frame.append(f)
         rec.seconds.append(time.perf_counter() - t1 + t_search)
     rec.transitions = int(np.sum(np.diff(best) != 1))
-    return Motion(sk, db.fps, root, quat.normalize(lrot), {"source": "naive head baseline"}), rec
+    return Motion(sk, db.fps, root, quat.normalize(lrot), {"source": "naive head baseline", "up": db.up}), rec
 
 
 def _global_rotation(db: PoseDatabase, j: int) -> np.ndarray:
