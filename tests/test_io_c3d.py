@@ -375,3 +375,68 @@ def test_exact_origin_sample_reads_as_missing(tmp_path):
     write_c3d(MarkerTrajectories(labels=["A", "B"], fps=100, pos=pos), tmp_path / "z.c3d")
     back = read_c3d(tmp_path / "z.c3d", up="z")
     assert np.isnan(back.pos[1, 0]).all() and np.isfinite(back.pos[[0, 2]]).all()
+
+
+# ---------------------------------------------------------------------- takes over 65535 frames
+
+def _long_take(F: int) -> MarkerTrajectories:
+    rng = np.random.default_rng(3)
+    pos = rng.normal(size=(F, 3, 3)) * 0.2 + [0.0, 0.0, 1.0]
+    pos[70_000:70_010, 1] = np.nan            # a gap past the 16-bit frame limit
+    return MarkerTrajectories(("A", "B", "C"), 120.0, pos)
+
+
+def test_long_take_round_trip_keeps_every_frame(tmp_path):
+    """ezc3d alone reads a take of more than 65535 frames (9 min at 120 Hz) as 65535 frames:
+    the rest of the data section is read too, gaps and all."""
+    m = _long_take(70_123)
+    write_c3d(m, tmp_path / "long.c3d")
+    back = read_c3d(tmp_path / "long.c3d", up="z")
+    assert back.n_frames == 70_123
+    assert np.array_equal(np.isnan(back.pos), np.isnan(m.pos))
+    np.testing.assert_allclose(back.pos, m.pos, atol=1e-6, equal_nan=True)
+
+
+def test_long_take_without_trial_parameters_counts_from_the_data(tmp_path):
+    """A writer that states no length (plain ezc3d): the count comes from the data section,
+    whose padding to a whole block is not read as frames."""
+    F = 70_001
+    c = ezc3d.c3d()
+    c["parameters"]["POINT"]["RATE"]["value"] = [100.0]
+    c["parameters"]["POINT"]["LABELS"]["value"] = ("A", "B")
+    c["parameters"]["POINT"]["UNITS"]["value"] = ["mm"]
+    pts = np.ones((4, 2, F))
+    pts[:3] = np.arange(F)[None, None, :] % 1000 + 1.0
+    c["data"]["points"] = pts
+    c.write(str(tmp_path / "plain.c3d"))
+    back = read_c3d(tmp_path / "plain.c3d", up="z")
+    assert back.n_frames == F
+    np.testing.assert_allclose(back.pos[-1, 0], (pts[:3, 0, -1]) / 1000.0)
+
+
+def test_long_take_cut_short_is_refused(tmp_path):
+    write_c3d(_long_take(70_123), tmp_path / "long.c3d")
+    raw = (tmp_path / "long.c3d").read_bytes()
+    (tmp_path / "cut.c3d").write_bytes(raw[:-40_000])
+    with pytest.raises(FileFormatError, match="truncated"):
+        read_c3d(tmp_path / "cut.c3d", up="z")
+
+
+@pytest.mark.parametrize("rel", [r for r, g in GOOD.items() if g[1] > 0])
+def test_direct_frame_reader_matches_ezc3d(data_dir, rel):
+    """The reader used past frame 65535 decodes real files (integer and float storage) exactly
+    as ezc3d does, checked on their first frames."""
+    path = data_dir / rel
+    hdr = c3dmod._precheck(path)
+    if hdr["processor"] != "intel":
+        with pytest.raises(FileFormatError, match="Intel"):
+            c3dmod._read_frames(path, hdr, 0, 1)
+        return
+    ref = c3dmod._c3d_child.load(str(path))
+    n = min(ref["points"].shape[2], 50)
+    pts, res = c3dmod._read_frames(path, hdr, 0, n)
+    valid = ref["residuals"][:, :n] >= 0
+    assert np.array_equal(res >= 0, valid)
+    np.testing.assert_allclose(pts[:, valid], ref["points"][:, :, :n][:, valid], rtol=1e-6,
+                               atol=1e-6)
+    np.testing.assert_allclose(res[valid], ref["residuals"][:, :n][valid], rtol=1e-6, atol=1e-6)

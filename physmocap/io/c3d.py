@@ -343,6 +343,89 @@ def _parse(path: Path) -> tuple[dict, str]:
 
 
 # ----------------------------------------------------------------------------------------------
+# takes longer than 65535 frames
+
+#: The largest frame count the C3D header and POINT:FRAMES (16-bit) can hold.
+SATURATED = 65535
+
+
+def _word_pair(values) -> int | None:
+    """A 32-bit frame number stored as two 16-bit words ``[low, high]`` (TRIAL:ACTUAL_*_FIELD;
+    a low word read as a signed int16 is negative past 32767)."""
+    try:
+        lo, hi = (int(round(float(v))) for v in list(values)[:2])
+    except (TypeError, ValueError):
+        return None
+    return (lo & 0xFFFF) | ((hi & 0xFFFF) << 16)
+
+
+def _long_take_frames(path: Path, hdr: dict, params: dict) -> int:
+    """Frames the data section really holds when the 16-bit counts are saturated.
+
+    Long takes (> 65535 frames: 9 minutes at 120 Hz) cannot state their length in the header;
+    writers put it in TRIAL:ACTUAL_START/END_FIELD (Vicon) or POINT:LONG_FRAMES, or nowhere
+    (ezc3d). ezc3d 1.7 then stops at frame 65535, silently dropping the rest of the take. The
+    count is taken from those parameters, else from the bytes between the data section's start
+    and the next section (ROTATION:DATA_START) or the end of the file.
+    """
+    word = 4 if hdr["scale"] < 0 else 2
+    frame_bytes = (4 * hdr["n_points"] + hdr["analog_per_frame"]) * word
+    start = (hdr["data_start"] - 1) * 512
+    end = hdr["size"]
+    rot = _param(params, "ROTATION", "DATA_START")
+    if rot and float(rot[0]) > hdr["data_start"]:
+        end = min(end, (int(float(rot[0])) - 1) * 512)
+    fits = max(end - start, 0) // frame_bytes if frame_bytes else 0
+    a = _word_pair(_param(params, "TRIAL", "ACTUAL_START_FIELD") or [])
+    b = _word_pair(_param(params, "TRIAL", "ACTUAL_END_FIELD") or [])
+    long_frames = _param(params, "POINT", "LONG_FRAMES")
+    if a is not None and b is not None and b >= a:
+        n = b - a + 1
+    elif long_frames:
+        n = int(round(float(long_frames[0])))
+    else:
+        # The section is padded to whole 512-byte blocks: all-zero frames at its end are
+        # padding (an all-zero sample is missing anyway), not data.
+        if fits > SATURATED:
+            tail = np.fromfile(path, np.uint8, count=min(fits * frame_bytes, 1 << 16),
+                               offset=start + max(fits * frame_bytes - (1 << 16), 0))
+            nz = np.flatnonzero(tail)
+            used = len(tail) - (nz[-1] + 1 if nz.size else 0)      # zero bytes at the end
+            fits -= used // frame_bytes
+        return fits
+    if n > fits:
+        raise FileFormatError(f"declares {n} frames (a long take) but its data section holds "
+                              f"{fits}; the file is truncated", path)
+    return n
+
+
+def _read_frames(path: Path, hdr: dict, first: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point data of frames ``[first, stop)`` read straight from the data section (Intel
+    float or integer storage), as ``extract`` returns it: ``points (3, N, n)`` in file units
+    (NaN where invalid) and ``residuals (N, n)`` (-1 where invalid)."""
+    if hdr["processor"] != "intel":
+        raise FileFormatError(f"is a {hdr['processor'].upper()}-format take of more than "
+                              f"{SATURATED} frames, which physmocap reads only in Intel format; "
+                              f"convert it (e.g. with Mokka)", path)
+    N = hdr["n_points"]
+    fl = hdr["scale"] < 0
+    per = 4 * N + hdr["analog_per_frame"]
+    dtype = np.dtype("<f4" if fl else "<i2")
+    start = (hdr["data_start"] - 1) * 512 + first * per * dtype.itemsize
+    raw = np.fromfile(path, dtype=dtype, count=(stop - first) * per, offset=start)
+    raw = raw.reshape(stop - first, per)[:, :4 * N].reshape(stop - first, N, 4)
+    scale = 1.0 if fl else float(hdr["scale"])
+    # The fourth word: residual and camera mask bytes; negative = invalid. Float files store it
+    # as a float holding that integer. The residual byte is taken as ezc3d takes it (the high
+    # one, x |scale|), so frames past 65535 read like the ones before.
+    w4 = np.round(raw[..., 3]).astype(np.int64) if fl else raw[..., 3].astype(np.int64)
+    valid = w4 >= 0
+    res = np.where(valid, ((w4 >> 8) & 0xFF) * abs(float(hdr["scale"])), -1.0).T
+    pts = np.where(valid[..., None], raw[..., :3] * scale, np.nan)
+    return np.transpose(pts, (2, 1, 0)), res
+
+
+# ----------------------------------------------------------------------------------------------
 # labels, subject, virtual points
 
 
@@ -559,6 +642,13 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     params = raw["params"]
 
     pts = np.asarray(raw["points"], float)  # (3, N, F) file units
+    res = np.asarray(raw["residuals"], float).reshape(pts.shape[1], pts.shape[2])
+    if pts.shape[2] == SATURATED and hdr["n_points"] == pts.shape[1]:
+        total = _long_take_frames(path, hdr, params)
+        if total > SATURATED:
+            more, more_res = _read_frames(path, hdr, SATURATED, total)
+            pts = np.concatenate([pts, more], axis=2)
+            res = np.concatenate([res, more_res], axis=1)
     n, n_frames = pts.shape[1], pts.shape[2]
     if hdr["n_points"] > 0 and n == 0:
         raise FileFormatError(
@@ -572,7 +662,7 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         raise FileFormatError("has no valid frame rate (POINT:RATE or header); cannot read it", path)
 
     pos = np.transpose(pts, (2, 1, 0)).copy()  # (F, N, 3)
-    res = np.asarray(raw["residuals"], float).reshape(n, n_frames)
+    del pts, raw
     # Infinite coordinates (a broken exporter) are missing samples too; counted in meta.
     nonfinite = np.isinf(pos).any(axis=2) & ~(res.T < 0)
     bad = (res.T < 0) | ~np.isfinite(pos).all(axis=2) | np.all(pos == 0.0, axis=2)
@@ -660,6 +750,11 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
         c.add_parameter("POINT", "VIRTUAL" + (str(k // 255 + 1) if k else ""), vlabels[k:k + 255])
     if markers.subject:
         c.add_parameter("SUBJECTS", "NAMES", [markers.subject])
+    if n_frames > SATURATED:
+        # The 16-bit counts saturate: state the length as Vicon does (two 16-bit words), so
+        # that readers (ours, BTK/Mokka, Nexus) get every frame.
+        c.add_parameter("TRIAL", "ACTUAL_START_FIELD", [1, 0])
+        c.add_parameter("TRIAL", "ACTUAL_END_FIELD", [n_frames & 0xFFFF, n_frames >> 16])
     # The temporary name ends in .c3d, so ezc3d does not append another extension.
     with atomic_path(path, suffix=".tmp.c3d") as tmp:
         c.write(str(tmp))
