@@ -76,7 +76,12 @@ class MarkerTrajectories:
     def select(self, labels) -> "MarkerTrajectories":
         """Only the named points, in the given order."""
         idx = [self.index(l) for l in labels]
-        return replace(self, labels=tuple(self.labels[i] for i in idx), pos=self.pos[:, idx],
+        if idx == list(range(len(self.labels))):
+            return self                       # frozen: sharing is safe, and a long take is big
+        pos = np.empty((self.n_frames, len(idx), 3))
+        np.take(self.pos, idx, axis=1, out=pos, mode="clip")   # "raise" buffers a copy
+        pos.setflags(write=False)             # read-only, owning: taken without a second copy
+        return replace(self, labels=tuple(self.labels[i] for i in idx), pos=pos,
                        is_virtual=self.is_virtual[idx])
 
     def markers_only(self) -> "MarkerTrajectories":
@@ -123,3 +128,9 @@ class MarkerSet:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def subset(self, rows) -> "MarkerSet":
+        """The markers at ``rows`` (indices into ``names``), in that order."""
+        rows = np.asarray(rows, int)
+        return MarkerSet(tuple(self.names[i] for i in rows), self.body[rows], self.offset[rows],
+                         self.weight[rows])

@@ -36,3 +36,18 @@ def test_errors():
 def test_markerset_defaults():
     ms = MarkerSet(["A", "B"], [0, 1], np.zeros((2, 3)))
     assert len(ms) == 2 and np.all(ms.weight == 1)
+
+
+def test_select_shares_or_owns_its_data_and_subset_keeps_rows():
+    """A long take's markers are its largest array: selecting every label in order is the same
+    object, a reordering makes one read-only copy (no second one inside the type)."""
+    pos = np.random.default_rng(0).normal(size=(50, 3, 3))
+    t = MarkerTrajectories(("A", "B", "C"), 100.0, pos)
+    assert t.select(["A", "B", "C"]) is t
+    s = t.select(["C", "A"])
+    assert s.labels == ("C", "A") and np.array_equal(s.pos, pos[:, [2, 0]])
+    assert s.pos.base is None and not s.pos.flags.writeable
+    ms = MarkerSet(("A", "B", "C"), [0, 1, 1], np.eye(3), [1.0, 2.0, 3.0])
+    sub = ms.subset([2, 0])
+    assert sub.names == ("C", "A") and list(sub.body) == [1, 0]
+    assert np.array_equal(sub.offset, np.eye(3)[[2, 0]]) and list(sub.weight) == [3.0, 1.0]

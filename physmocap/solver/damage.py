@@ -136,16 +136,18 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
     # short burst the marker jumps into and out of: seen and close just before and just after,
     # and its offset from the body changes by more than ``2 x outlier_distance`` at both ends.
     # A poor fit (few markers left on a segment) drifts off gradually: an outlier, not a ghost.
-    off = pos - solved
-    dist = np.linalg.norm(off, axis=-1)
     inlier = ~missing & ~far
     for m in np.flatnonzero((far & ~claimed).any(axis=0)):
         for s, e in intervals(far[:, m] & ~claimed[:, m]):
+            # Offsets from the body only around the run (a long take needs no (F, M, 3) copy).
+            a, z = max(s - 1, 0), min(e + 1, F)
+            off = pos[a:z, m] - solved[a:z, m]
+            dist = np.linalg.norm(off[s - a:e - a], axis=-1)
             entry = {"marker": labels[m], "frames": [s, e], "seconds": round((e - s) / fps, 4),
-                     "distance_mm_max": round(1000 * float(np.nanmax(dist[s:e, m])), 1)}
+                     "distance_mm_max": round(1000 * float(np.nanmax(dist)), 1)}
             jump = (s > 0 and e < F and inlier[s - 1, m] and inlier[e, m]
-                    and np.linalg.norm(off[s, m] - off[s - 1, m]) > 2 * outlier_distance
-                    and np.linalg.norm(off[e - 1, m] - off[e, m]) > 2 * outlier_distance)
+                    and np.linalg.norm(off[s - a] - off[0]) > 2 * outlier_distance
+                    and np.linalg.norm(off[e - 1 - a] - off[z - 1 - a]) > 2 * outlier_distance)
             if jump and (e - s) / fps <= GHOST_S:
                 rep["ghosts"].append({**entry, "action": "flagged as ghost"})
             else:

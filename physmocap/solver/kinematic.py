@@ -107,6 +107,11 @@ def _check_markerset(skeleton: Skeleton, markerset: MarkerSet) -> None:
             f"skeleton has only {J} joints (0..{J - 1}); the marker set does not fit it")
 
 
+#: frames at a time where a whole take is transformed: a long take needs no temporaries beyond
+#: its outputs.
+_BLOCK = 4096
+
+
 def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
                      root_pos: np.ndarray) -> np.ndarray:
     """World marker positions ``(F, M, 3)`` m of a pose.
@@ -117,12 +122,11 @@ def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
     """
     _check_markerset(skeleton, markerset)
     F = len(lrot)
-    block = 4096   # frames at a time: a long take needs no temporaries beyond the output
-    if F > block:
+    if F > _BLOCK:
         out = np.empty((F, len(markerset), 3))
-        for s in range(0, F, block):
-            out[s:s + block] = marker_positions(skeleton, markerset, lrot[s:s + block],
-                                                root_pos[s:s + block])
+        for s in range(0, F, _BLOCK):
+            out[s:s + _BLOCK] = marker_positions(skeleton, markerset, lrot[s:s + _BLOCK],
+                                                 root_pos[s:s + _BLOCK])
         return out
     gpos, grot = forward_kinematics(skeleton, lrot, root_pos)
     b = markerset.body
@@ -721,7 +725,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
     M = len(markerset)
     J = len(skeleton)
     try:
-        pos = np.array(pos, dtype=float)
+        # No copy of a float array: a long take's input is the largest array here.
+        pos = np.asarray(pos, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"pos: cannot convert to a float array ({exc})") from None
     if pos.ndim != 3 or pos.shape[1:] != (M, 3):
@@ -750,9 +755,13 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
     prior = _check_prior(rotation_prior, J)
     vis = ~np.isnan(pos).any(axis=-1)
     nvis = vis.sum(axis=1)
-    obs = np.where(vis[..., None], pos, 0.0)
-    wm = np.broadcast_to(markerset.weight, (F, M)) * vis
     st = _Structure(skeleton, markerset, np.flatnonzero(free_bool), prior)
+
+    def observed(idx):
+        """Observations, visibility and weights of frames ``idx``, made per batch so that a long
+        take needs no whole-take copies of its markers."""
+        v = vis[idx]
+        return np.where(v[..., None], pos[idx], 0.0), v, markerset.weight * v
 
     lrot = np.empty((F, J, 4))
     root = np.empty((F, 3))
@@ -764,7 +773,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         nonlocal done
         ok = idx[nvis[idx] > 0]
         if ok.size:
-            l, r, i, c = _lm(st, obs[ok], vis[ok], wm[ok], l0[nvis[idx] > 0],
+            l, r, i, c = _lm(st, *observed(ok), l0[nvis[idx] > 0],
                              r0[nvis[idx] > 0], iterations, tol, max_marker_pull)
             lrot[ok], root[ok], its[ok], conv[ok] = l, r, i, c
         done += len(idx)
@@ -785,11 +794,12 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         seed = int(enough[0]) if enough.size else int(np.argmax(nvis))
         if nvis[seed] == 0:
             raise ShapeError("pos: no marker is visible in any frame")
-        l_s, r_s, it_s, c_s = _seed(st, obs[seed], vis[seed], wm[seed], free_bool,
+        o_s, v_s, w_s = observed(np.array([seed]))
+        l_s, r_s, it_s, c_s = _seed(st, o_s[0], v_s[0], w_s[0], free_bool,
                                     seed_iterations, tol, max_marker_pull)
         # Polish the seed with the full structure so it ends like every other frame.
-        l, r, i, c = _lm(st, obs[seed:seed + 1], vis[seed:seed + 1], wm[seed:seed + 1],
-                         l_s[None], r_s[None], iterations, tol, max_marker_pull)
+        l, r, i, c = _lm(st, o_s, v_s, w_s, l_s[None], r_s[None], iterations, tol,
+                         max_marker_pull)
         lrot[seed], root[seed], its[seed], conv[seed] = l[0], r[0], it_s + i[0], c[0]
         done += 1
         if progress is not None:
@@ -816,8 +826,14 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                 prev = idx[-1]
 
     lrot = quat.normalize(lrot)
-    pm = marker_positions(skeleton, markerset, lrot, root)
-    residual = np.where(vis, np.linalg.norm(pos - pm, axis=-1), np.nan)
+    # Read-only arrays go into the Motion without a copy.
+    lrot.setflags(write=False)
+    root.setflags(write=False)
+    residual = np.full((F, M), np.nan)
+    for s in range(0, F, _BLOCK):        # in blocks: no whole-take temporaries
+        b = slice(s, s + _BLOCK)
+        pm = marker_positions(skeleton, markerset, lrot[b], root[b])
+        residual[b] = np.where(vis[b], np.linalg.norm(pos[b] - pm, axis=-1), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         rms = np.sqrt(np.sum(np.where(vis, residual, 0.0) ** 2, axis=1) / nvis)
     outlier = (np.nan_to_num(residual, nan=0.0) > max_marker_pull) if max_marker_pull \

@@ -346,5 +346,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 cpoints[f] = lm[anchor_rows]
             if progress is not None and (f % 50 == 0 or f == F - 1):
                 progress(f + 1)
+    out_root.setflags(write=False)       # read-only: the Motion takes them without a copy
+    out_lrot.setflags(write=False)
     motion = Motion(skeleton, fps, out_root, out_lrot, {"solver": "physical"})
     return PhysicalResult(motion, residual, used, clipped, cpoints, limit_hit)

@@ -17,7 +17,7 @@ from ..scene import BodyTemplate, Environment, MarkerSetSpec
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report
-from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, solve_kinematic
+from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
 from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
 
 __all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
@@ -94,7 +94,7 @@ def hold_anchors(env: Environment, skeleton, kin_motion: Motion, fps: float, n_f
         bodies.append(j)
         offsets.append(0.5 * seg[j])                       # the palm: half-way along the hand
     ms = MarkerSet(names, bodies, np.array(offsets).reshape(-1, 3))
-    palm = landmarks(kin_motion.gpos, kin_motion.grot, ms)  # (F, H, 3)
+    palm = marker_positions(skeleton, ms, kin_motion.lrot, kin_motion.root_pos)  # (F, H, 3)
     anchors = np.full((n_frames, len(names), 3), np.nan)
     for i, h in enumerate(env.holds):
         a = int(round(h.start * fps))
@@ -189,7 +189,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
         planted = detect_plants(pos[:, rows], markers.fps)
         # Anchors from the kinematic solve's landmarks, not the raw markers: they lie on the
         # calibrated rigid foot, so a heel and a toe planted together agree with each other.
-        kin_points = landmarks(kin.motion.gpos, kin.motion.grot, ms)[:, rows]
+        kin_points = marker_positions(sk, ms.subset(rows), kin.motion.lrot,
+                                      kin.motion.root_pos)
         anchors = plant_anchors(kin_points, planted, floor=None)
     else:
         planted = np.zeros((markers.n_frames, len(rows)), bool)
@@ -227,7 +228,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     if not seen.all():
         root, lrot, blackouts = bridge_blackouts(motion.root_pos, motion.lrot, seen)
         motion = Motion(motion.skeleton, motion.fps, root, lrot, motion.meta)
-    solved = landmarks(motion.gpos, motion.grot, ms)
+    # Blocked forward kinematics, not motion.gpos: no whole-take FK cache in a long solve.
+    solved = marker_positions(sk, ms, motion.lrot, motion.root_pos)
     residual = phys.residual[:, :M]
     holds = {}
     for i, name in enumerate(hold_names):
