@@ -230,6 +230,19 @@ def test_deep_chain_round_trips(tmp_path):
     assert np.abs(m2.gpos - m.gpos).max() < 1e-6
 
 
+def test_long_motion_written_in_blocks_round_trips(tmp_path):
+    """Frames are formatted in blocks straight into the file: block edges lose nothing."""
+    from physmocap.io import bvh as bvhmod
+    rng = np.random.default_rng(5)
+    F = 2 * bvhmod._WRITE_BLOCK + 7
+    sk = Skeleton(["Hips", "Spine", "Head"], [-1, 0, 1], [[0, 0, 1], [0, 0, 0.2], [0, 0, 0.3]])
+    m = Motion(sk, 120, rng.normal(size=(F, 3)), quat.normalize(rng.normal(size=(F, 3, 4))))
+    write_bvh(m, tmp_path / "long.bvh")
+    m2 = read_bvh(tmp_path / "long.bvh", unit="cm")
+    assert m2.n_frames == F
+    assert np.abs(m2.gpos - m.gpos).max() < 1e-6
+
+
 # --- hostile input: anything goes in, only PhysmocapError comes out ---------------------------
 
 TOKENS = ["HIERARCHY", "ROOT", "JOINT", "End", "Site", "{", "}", "OFFSET", "CHANNELS", "MOTION",

@@ -421,14 +421,6 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
                              f"white space); rename them first", path)
     F, J = motion.n_frames, len(sk)
 
-    # Back to file axes: only the root's translation and rotation change.
-    root_pos = (motion.root_pos @ R) / scale
-    lrot = motion.lrot.copy()
-    lrot[:, 0] = quat.mul(quat.conj(quat.from_matrix(R)), lrot[:, 0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # gimbal-lock warnings: the angles still give the rotation
-        eul = Rotation.from_quat(lrot.reshape(-1, 4)).as_euler(order, degrees=True)
-    eul = eul.reshape(F, J * 3)
     offsets = sk.offsets / scale
     offsets[0] = R.T @ sk.offsets[0] / scale
     ends = sk.end_sites / scale
@@ -466,11 +458,27 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
     w("MOTION\n")
     w(f"Frames: {F}\n")
     w(f"Frame Time: {1.0 / motion.fps:.10g}\n")
-    cols = np.concatenate([root_pos, eul.reshape(F, J, 3)[:, dfs].reshape(F, -1)], axis=1)
-    if F:
-        np.savetxt(out, cols, fmt=f"%.{decimals}f", delimiter=" ")
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(out.getvalue(), encoding="ascii", newline="\n")
+    to_file = quat.conj(quat.from_matrix(R))
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as fh:
+        fh.write(out.getvalue())
+        # Frames in blocks, straight to the file: a long take needs no whole-take text or
+        # angle arrays in memory.
+        for s in range(0, F, _WRITE_BLOCK):
+            b = slice(s, s + _WRITE_BLOCK)
+            n = len(motion.root_pos[b])
+            # Back to file axes: only the root's translation and rotation change.
+            root_pos = (motion.root_pos[b] @ R) / scale
+            lrot = motion.lrot[b].copy()
+            lrot[:, 0] = quat.mul(to_file, lrot[:, 0])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # gimbal lock: the angles still give the rotation
+                eul = Rotation.from_quat(lrot.reshape(-1, 4)).as_euler(order, degrees=True)
+            cols = np.concatenate([root_pos, eul.reshape(n, J, 3)[:, dfs].reshape(n, -1)], axis=1)
+            np.savetxt(fh, cols, fmt=f"%.{decimals}f", delimiter=" ")
+
+
+#: Frames formatted at a time by ``write_bvh``.
+_WRITE_BLOCK = 4096
 
 
 def _default_end(offset: np.ndarray) -> np.ndarray:
