@@ -7,15 +7,19 @@ length: frames, solve frames/s, peak RSS, RSS before the solve (input built), an
 the unavoidable per-frame arrays (input markers, output motion) so growth can be judged.
 
     python benchmarks/long_take.py --minutes 1 2 5 [--extrapolate 60]
+    python benchmarks/long_take.py --cli --minutes 1 10 60     # through a C3D file and the CLI
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -67,14 +71,54 @@ def child(minutes: float) -> None:
                       "timings": res.report["seconds"]}))
 
 
+def via_cli(minutes: float, workdir: Path) -> dict:
+    """The user's path: the tiled take written as a C3D, then ``physmocap solve`` on it (read,
+    solve, BVH and JSON report written) in its own process; its peak RSS from ``wait4``."""
+    from physmocap.io.c3d import write_c3d
+
+    c3d = workdir / f"take_{minutes:g}min.c3d"
+    cap = tiled_capture(minutes)
+    write_c3d(cap, c3d)
+    frames, in_mb = cap.n_frames, cap.pos.nbytes / 2**20
+    del cap
+    bvh, rep = workdir / "out.bvh", workdir / "out.json"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "physmocap", "solve", str(c3d), "-o", str(bvh),
+                             "--report", str(rep)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    dt = time.perf_counter() - t0
+    if status != 0:
+        raise SystemExit(f"physmocap solve failed on the {minutes:g}-minute take:\n{out[-2000:]}")
+    r = json.loads(rep.read_text())
+    return {"minutes": minutes, "frames": frames, "read_frames": r["frames"], "seconds": dt,
+            "fps": frames / dt, "peak_mb": usage.ru_maxrss / 1024, "input_mb": in_mb,
+            "c3d_mb": c3d.stat().st_size / 2**20, "bvh_mb": bvh.stat().st_size / 2**20,
+            "marker_rms_mm": r["marker_rms_mm"], "timings": r["seconds"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, nargs="+", default=[1, 2, 5])
     ap.add_argument("--extrapolate", type=float, default=60.0)
+    ap.add_argument("--cli", action="store_true",
+                    help="write each take as a C3D and run `physmocap solve` on it instead")
     ap.add_argument("--child", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
         child(args.child)
+        return
+    if args.cli:
+        print(f"{'minutes':>7} {'frames':>8} {'read':>8} {'frames/s':>9} {'peak MB':>8} "
+              f"{'input MB':>8} {'C3D MB':>7} {'BVH MB':>7} {'RMS mm':>6}  stage seconds")
+        with tempfile.TemporaryDirectory(prefix="physmocap-long-") as tmp:
+            for m in args.minutes:
+                r = via_cli(m, Path(tmp))
+                print(f"{m:7g} {r['frames']:8d} {r['read_frames']:8d} {r['fps']:9.0f} "
+                      f"{r['peak_mb']:8.0f} {r['input_mb']:8.1f} {r['c3d_mb']:7.1f} "
+                      f"{r['bvh_mb']:7.1f} {r['marker_rms_mm']:6.2f}  "
+                      + " ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()), flush=True)
         return
     rows = []
     print(f"{'minutes':>7} {'frames':>8} {'frames/s':>9} {'peak MB':>8} {'before':>7} "
