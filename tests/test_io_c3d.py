@@ -379,11 +379,13 @@ def test_exact_origin_sample_reads_as_missing(tmp_path):
 
 # ---------------------------------------------------------------------- takes over 65535 frames
 
-def _long_take(F: int) -> MarkerTrajectories:
+def _long_take(F: int, markers: int = 32) -> MarkerTrajectories:
+    # 32 markers: the data section passes 65535 blocks too (32 MB), where ezc3d's 16-bit
+    # ROTATION:DATA_START wraps.
     rng = np.random.default_rng(3)
-    pos = rng.normal(size=(F, 3, 3)) * 0.2 + [0.0, 0.0, 1.0]
+    pos = rng.normal(size=(F, markers, 3)).astype(np.float32) * 0.2 + [0.0, 0.0, 1.0]
     pos[70_000:70_010, 1] = np.nan            # a gap past the 16-bit frame limit
-    return MarkerTrajectories(("A", "B", "C"), 120.0, pos)
+    return MarkerTrajectories(tuple(f"M{i}" for i in range(markers)), 120.0, pos)
 
 
 def test_long_take_round_trip_keeps_every_frame(tmp_path):
@@ -415,7 +417,7 @@ def test_long_take_without_trial_parameters_counts_from_the_data(tmp_path):
 
 
 def test_long_take_cut_short_is_refused(tmp_path):
-    write_c3d(_long_take(70_123), tmp_path / "long.c3d")
+    write_c3d(_long_take(70_123, markers=3), tmp_path / "long.c3d")
     raw = (tmp_path / "long.c3d").read_bytes()
     (tmp_path / "cut.c3d").write_bytes(raw[:-40_000])
     with pytest.raises(FileFormatError, match="truncated"):

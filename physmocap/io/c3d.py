@@ -373,7 +373,10 @@ def _long_take_frames(path: Path, hdr: dict, params: dict) -> int:
     start = (hdr["data_start"] - 1) * 512
     end = hdr["size"]
     rot = _param(params, "ROTATION", "DATA_START")
-    if rot and float(rot[0]) > hdr["data_start"]:
+    used = _param(params, "ROTATION", "USED")
+    # Only where rotation data follow the points: ezc3d writes ROTATION:DATA_START even without
+    # them, as a 16-bit block number that wraps past 32 MB of point data.
+    if used and float(used[0]) > 0 and rot and float(rot[0]) > hdr["data_start"]:
         end = min(end, (int(float(rot[0])) - 1) * 512)
     fits = max(end - start, 0) // frame_bytes if frame_bytes else 0
     a = _word_pair(_param(params, "TRIAL", "ACTUAL_START_FIELD") or [])
