@@ -205,6 +205,32 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     return report
 
 
+def _damage_lines(d: dict | None) -> list[str]:
+    """What was wrong with the capture, in a few lines (the JSON report has every interval)."""
+    if not d:
+        return []
+    s = d["summary"]
+    out = []
+    parts = [f"{n} {what}" for n, what in (
+        (s["markers_never_seen"], "markers never seen (ignored)"),
+        (s["gap_samples"], "gap samples (bridged)"),
+        (s["blackout_frames"], "frames with no marker (interpolated)"),
+        (s["nonfinite_samples"], "infinite samples (ignored)")) if n]
+    if parts:
+        out.append("damage: " + ", ".join(parts))
+    for kind, key in (("swap", "swaps"), ("ghost", "ghosts")):
+        for e in d[key][:3]:
+            who = "/".join(e["markers"]) if "markers" in e else e["marker"]
+            out.append(f"{kind}: {who} frames {e['frames'][0]}-{e['frames'][1] - 1} "
+                       f"({e['action']})")
+        if len(d[key]) > 3:
+            out.append(f"... {len(d[key]) - 3} more {key} in the report")
+    if s.get("frame_rate_suspect"):
+        out.append(f"frame rate {d['frame_rate']['declared_hz']:g} Hz: "
+                   f"{d['frame_rate']['action']}")
+    return out
+
+
 def _print_solve(rep: dict) -> None:
     print(f"{rep['source']}: {rep['frames']} frames at {rep['fps']:g} Hz, "
           f"{len(rep['markers'])} markers ({rep['markerset']})")
@@ -220,6 +246,8 @@ def _print_solve(rep: dict) -> None:
     for name, h in rep.get("hand_holds", {}).items():
         print(f"  hold {name}: {h['frames']} frames, palm {h['error_mm_mean']:.1f} mm from the "
               f"object (max {h['error_mm_max']:.1f})")
+    for line in _damage_lines(rep.get("damage")):
+        print("  " + line)
     if rep["joint_limit_hits"]:
         print("  frames outside template joint ranges: " + ", ".join(f"{k} {v} fr" for k, v in
                                                  rep["joint_limit_hits"].items()))

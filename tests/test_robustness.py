@@ -49,7 +49,9 @@ def test_undamaged_reports_no_damage(corpus):
     assert exc is None
     d = res.report["damage"]
     assert d["summary"] == {"markers_never_seen": 0, "gap_samples": 0, "blackout_frames": 0,
-                            "swaps": 0, "ghosts": 0, "outliers": 0, "nonfinite_samples": 0}
+                            "swaps": 0, "ghosts": 0, "outliers": 0, "nonfinite_samples": 0,
+                            "frame_rate_suspect": False}
+    assert d["frame_rate"]["plausible"] and d["frame_rate"]["stride_hz"] is not None
 
 
 @pytest.mark.parametrize("name, median_deg", [("drop 10 %", 2.0), ("drop 30 %", 6.0),
@@ -121,6 +123,10 @@ def test_wrong_frame_rate_solves_and_one_frame_solves(corpus):
     res, err = angle_error(corpus, "frame rate 10x too low")
     assert res.report["fps"] == pytest.approx(12.0)
     assert np.median(err) < 1.0
+    # the walk now takes 0.1 strides/s: the report says the rate is wrong, and which way
+    rate = res.report["damage"]["frame_rate"]
+    assert not rate["plausible"] and "too low" in rate["action"]
+    assert res.report["damage"]["summary"]["frame_rate_suspect"]
     res1, err1 = angle_error(corpus, "1 frame")
     assert res1.motion.n_frames == 1
     assert res1.report["damage"]["summary"]["gap_samples"] == 0

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from physmocap import quat
-from physmocap.solver.damage import GHOST_S, bridge_blackouts, damage_report, intervals
+from physmocap.solver.damage import (GHOST_S, STRIDE_HZ, bridge_blackouts, damage_report,
+                                     frame_rate_check, intervals)
 
 C = 0.04  # outlier distance, m
 
@@ -53,8 +54,9 @@ def test_clean_capture_reports_nothing():
     pos, solved = _scene()
     d = damage_report("ABCD", pos, solved, _far(pos, solved), 100.0, C)
     assert d["summary"] == {"markers_never_seen": 0, "gap_samples": 0, "blackout_frames": 0,
-                            "swaps": 0, "ghosts": 0, "outliers": 0, "nonfinite_samples": 0}
-    assert d["nonfinite_samples"] is None
+                            "swaps": 0, "ghosts": 0, "outliers": 0, "nonfinite_samples": 0,
+                            "frame_rate_suspect": False}
+    assert d["nonfinite_samples"] is None and d["frame_rate"] is None
 
 
 def test_gaps_never_seen_swap_ghost_outlier_named():
@@ -109,3 +111,43 @@ def test_blockwise_landmarks_equal_whole_take(rng, monkeypatch):
     monkeypatch.setattr(physical, "BLOCK", 7)
     np.testing.assert_array_equal(physical.landmarks(gpos, grot, ms), whole_lm)
     np.testing.assert_allclose(whole_lm, whole, atol=1e-12)
+
+
+def _walk(seconds: float, fps: float, stride_hz: float = 0.9, speed: float = 1.4):
+    """Hips moving at ``speed`` m/s and two heels that alternately swing and rest (one stride
+    per ``1 / stride_hz`` s), sampled at ``fps``."""
+    t = np.arange(int(seconds * fps)) / fps
+    hips = np.stack([speed * t, 0 * t, 0.9 + 0 * t], axis=1)
+    feet = {}
+    for side, phase in (("Left", 0.0), ("Right", 0.5)):
+        u = (t * stride_hz + phase) % 1.0                 # stride phase
+        k = np.floor(t * stride_hz + phase)
+        # rest for 60 % of the stride, then swing two step lengths forward
+        x = (k + np.clip((u - 0.6) / 0.4, 0, 1)) * speed / stride_hz
+        feet[side] = np.stack([x, 0 * t + (0.1 if phase else -0.1), 0.05 + 0 * t], axis=1)
+    return hips, feet
+
+
+@pytest.mark.parametrize("factor, ok", [(1, True), (0.5, True), (2, True), (0.1, False),
+                                        (0.25, False), (4, False), (10, False)])
+def test_frame_rate_check_flags_rates_that_make_a_walk_inhuman(factor, ok):
+    hips, feet = _walk(6.0, 120.0)
+    c = frame_rate_check(hips, feet, 120.0 * factor)
+    assert c["stride_hz"] == pytest.approx(0.9 * factor, rel=0.1)
+    assert c["plausible"] is ok
+    assert (c["action"] == "checked") is ok
+    if not ok:
+        assert ("too low" if factor < 1 else "too high") in c["action"]
+
+
+def test_frame_rate_check_without_strides_judges_speed_only():
+    t = np.arange(2400) / 120.0
+    still = {"Left": np.zeros((2400, 3)), "Right": np.zeros((2400, 3))}
+    hips = np.stack([1.0 * t, 0 * t, 0.9 + 0 * t], axis=1)
+    c = frame_rate_check(hips, still, 120.0)
+    assert c["stride_hz"] is None and c["plausible"]
+    assert c["hip_speed_p95_m_s"] == pytest.approx(1.0, rel=1e-6)
+    fast = frame_rate_check(hips, still, 120.0 * 20)            # 20 m/s
+    assert not fast["plausible"] and "too high" in fast["action"]
+    assert frame_rate_check(hips[:2], still, 120.0)["plausible"]     # too short to judge
+    assert STRIDE_HZ[0] < 0.5 and STRIDE_HZ[1] > 2.5

@@ -18,6 +18,9 @@ frames, and what was done:
   ``GHOST_S``) and back, which no swap explains; other disagreements (longer, or drifting off
   gradually as a poorly seen segment does) are ``flagged as outlier``.
 
+* ``flagged: frame rate``: a take whose declared rate makes the person move implausibly (see
+  ``frame_rate_check``).
+
 Frame ranges are ``[start, stop)`` 0-based indices into the capture.
 """
 from __future__ import annotations
@@ -26,12 +29,69 @@ import numpy as np
 
 from .. import quat
 
-__all__ = ["intervals", "damage_report", "bridge_blackouts", "GHOST_S", "MAX_LISTED"]
+__all__ = ["intervals", "damage_report", "bridge_blackouts", "frame_rate_check", "GHOST_S",
+           "MAX_LISTED", "STRIDE_HZ", "TOP_SPEED"]
 
 #: s; a far-off burst at most this long is a ghost, a longer one an outlier.
 GHOST_S = 0.1
 #: intervals listed per marker (the count is always complete).
 MAX_LISTED = 20
+#: strides per second (one foot) of human walking and running, slowest stroll to sprint, with
+#: margin: walking is ~0.9, running ~1.4, sprinting ~2.3.
+STRIDE_HZ = (0.3, 3.0)
+#: m/s; faster than any person runs (sprint record ~12.4): the hips cannot sustain it.
+TOP_SPEED = 13.0
+
+
+def frame_rate_check(hips: np.ndarray, feet: dict, fps: float) -> dict:
+    """Does the declared frame rate make the person move like a person?
+
+    A rate that is wrong by a factor k plays the take k times too fast or too slow, which no
+    marker can show by itself. Two figures reveal it: the hips' sustained speed (95th
+    percentile) against the fastest human run, and, when the person walks or runs, the stride
+    rate, which lies in ``STRIDE_HZ`` for every human gait. Strides are counted scale-free: a
+    foot swings while its horizontal speed is over a quarter of its own 95th percentile, and a
+    swing counts when the foot travels at least 0.15 m.
+
+    Args:
+        hips: ``(F, 3)`` m, the solved hips; ``feet``: ``{'Left': (F, 3), 'Right': (F, 3)}`` m,
+            a solved point on each foot; ``fps``: the declared rate (Hz).
+    Returns:
+        ``{declared_hz, hip_speed_p95_m_s, stride_hz (None without 2+ strides per foot),
+        plausible, action}``; ``action`` names the likely error when implausible.
+    """
+    F = len(hips)
+    out = {"declared_hz": float(fps), "hip_speed_p95_m_s": None, "stride_hz": None,
+           "plausible": True, "action": "checked"}
+    if F < 3:
+        return out
+    w = max(1, int(round(0.1 * fps)))          # speed over ~0.1 s: marker noise averages out
+    v = np.linalg.norm(hips[w:, :2] - hips[:-w, :2], axis=-1) * fps / w
+    out["hip_speed_p95_m_s"] = round(float(np.percentile(v, 95)), 3) if v.size else None
+    rates = []
+    for p in feet.values():
+        s = np.linalg.norm(np.diff(p[:, :2], axis=0), axis=-1)        # m per frame
+        top = np.percentile(s, 95)
+        if not top > 0:
+            continue
+        swings = [iv for iv in intervals(s > 0.25 * top) if s[iv[0]:iv[1]].sum() >= 0.15]
+        if len(swings) >= 2:
+            # strides per second from the spacing of the swings' starts
+            rates.append((len(swings) - 1) / ((swings[-1][0] - swings[0][0]) / fps))
+    if len(rates) == len(feet) and rates:
+        out["stride_hz"] = round(float(np.median(rates)), 3)
+    fast = out["hip_speed_p95_m_s"] is not None and out["hip_speed_p95_m_s"] > TOP_SPEED
+    f = out["stride_hz"]
+    if fast or (f is not None and f > STRIDE_HZ[1]):
+        out["plausible"] = False
+        out["action"] = ("flagged: the take plays faster than a person moves; the declared "
+                         "frame rate is probably too high")
+    elif f is not None and f < STRIDE_HZ[0]:
+        out["plausible"] = False
+        out["action"] = (f"flagged: {f:.2f} strides/s is slower than any human gait (0.5-2.5); "
+                         f"the declared frame rate is probably too low, by about "
+                         f"{0.9 / f:.0f}x for a walk")
+    return out
 
 
 def intervals(mask: np.ndarray) -> list[list[int]]:
@@ -40,6 +100,17 @@ def intervals(mask: np.ndarray) -> list[list[int]]:
     edges = np.diff(np.concatenate([[0], m, [0]]))
     return [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1),
                                              np.flatnonzero(edges == -1))]
+
+
+def _close(iv: list[list[int]], hole: int) -> list[list[int]]:
+    """Merge intervals separated by at most ``hole`` frames."""
+    out: list[list[int]] = []
+    for a, b in iv:
+        if out and a - out[-1][1] <= hole:
+            out[-1][1] = b
+        else:
+            out.append([a, b])
+    return out
 
 
 def bridge_blackouts(root: np.ndarray, lrot: np.ndarray, seen: np.ndarray
@@ -79,7 +150,7 @@ def _listed(iv: list) -> list:
 
 def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, fps: float,
                   outlier_distance: float, blackouts: list[dict] | None = None,
-                  nonfinite: int = 0) -> dict:
+                  nonfinite: int = 0, frame_rate: dict | None = None) -> dict:
     """The ``damage`` section of a solve report.
 
     Args:
@@ -89,6 +160,7 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
             ``outlier_distance`` (m) from their landmark at equilibrium.
         fps: capture rate (Hz); ``blackouts``: from ``bridge_blackouts``;
         nonfinite: samples the reader found infinite and read as missing.
+        frame_rate: ``frame_rate_check``'s verdict, kept as ``frame_rate``.
     """
     labels = list(labels)
     F, M = pos.shape[:2]
@@ -104,6 +176,7 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
         "outliers": [],
         "nonfinite_samples": {"count": int(nonfinite),
                               "action": "ignored (read as missing)"} if nonfinite else None,
+        "frame_rate": frame_rate,
     }
     for m in np.flatnonzero(missing.any(axis=0) & ~never):
         iv = intervals(missing[:, m])
@@ -127,7 +200,9 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
             d_ab = np.linalg.norm(pos[:, a] - solved[:, b], axis=-1)
             d_ba = np.linalg.norm(pos[:, b] - solved[:, a], axis=-1)
             crossed = both & (d_ab < near) & (d_ba < near)
-            for s, e in intervals(crossed):
+            # One swap flickers where the two markers pass near each other: holes of up to
+            # 0.05 s inside it do not split it.
+            for s, e in _close(intervals(crossed), max(1, int(round(0.05 * fps)))):
                 rep["swaps"].append({"markers": [labels[a], labels[b]], "frames": [s, e],
                                      "seconds": round((e - s) / fps, 4),
                                      "action": "flagged as swap"})
@@ -158,5 +233,6 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
         "blackout_frames": int(sum(b["frames"][1] - b["frames"][0] for b in rep["blackouts"])),
         "swaps": len(rep["swaps"]), "ghosts": len(rep["ghosts"]),
         "outliers": len(rep["outliers"]), "nonfinite_samples": int(nonfinite),
+        "frame_rate_suspect": bool(frame_rate is not None and not frame_rate["plausible"]),
     }
     return rep

@@ -16,7 +16,7 @@ from ..markers import MarkerSet
 from ..scene import BodyTemplate, Environment, MarkerSetSpec
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
-from .damage import bridge_blackouts, damage_report
+from .damage import bridge_blackouts, damage_report, frame_rate_check
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
 from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
 
@@ -247,9 +247,12 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
     report["hand_holds"] = holds
+    feet = {side: solved[:, labels.index(names[0])] for side, names in FOOT_MARKERS.items()
+            if names[0] in labels}                                      # the heels
+    rate = frame_rate_check(motion.root_pos, feet, markers.fps)
     report["damage"] = damage_report(labels, pos, solved, phys.clipped[:, :M], markers.fps,
                                      settings.outlier_distance, blackouts,
-                                     int(markers.meta.get("nonfinite_samples", 0)))
+                                     int(markers.meta.get("nonfinite_samples", 0)), rate)
     return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
                        phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
 
