@@ -347,6 +347,8 @@ def _parse(path: Path) -> tuple[dict, str]:
 
 #: The largest frame count the C3D header and POINT:FRAMES (16-bit) can hold.
 SATURATED = 65535
+#: Frames read or rotated at a time past that count.
+_READ_BLOCK = 32768
 
 
 def _word_pair(values) -> int | None:
@@ -644,15 +646,22 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     raw, parser = _parse(path)
     params = raw["params"]
 
-    pts = np.asarray(raw["points"], float)  # (3, N, F) file units
-    res = np.asarray(raw["residuals"], float).reshape(pts.shape[1], pts.shape[2])
-    if pts.shape[2] == SATURATED and hdr["n_points"] == pts.shape[1]:
-        total = _long_take_frames(path, hdr, params)
-        if total > SATURATED:
-            more, more_res = _read_frames(path, hdr, SATURATED, total)
-            pts = np.concatenate([pts, more], axis=2)
-            res = np.concatenate([res, more_res], axis=1)
-    n, n_frames = pts.shape[1], pts.shape[2]
+    pts = np.asarray(raw.pop("points"), float)  # (3, N, F) file units; raw lets go of it
+    n, n_parsed = pts.shape[1], pts.shape[2]
+    n_frames = n_parsed
+    if n_parsed == SATURATED and hdr["n_points"] == n:
+        n_frames = max(n_parsed, _long_take_frames(path, hdr, params))
+    # One (F, N, 3) array filled in place (a long take's frames past 65535 in blocks straight
+    # from the file): reading costs little more than the take itself.
+    pos = np.empty((n_frames, n, 3))
+    pos[:n_parsed] = np.transpose(pts, (2, 1, 0))
+    res = np.empty((n, n_frames))
+    res[:, :n_parsed] = np.asarray(raw.pop("residuals"), float).reshape(n, n_parsed)
+    del pts
+    for s in range(n_parsed, n_frames, _READ_BLOCK):
+        e = min(s + _READ_BLOCK, n_frames)
+        more, res[:, s:e] = _read_frames(path, hdr, s, e)
+        pos[s:e] = np.transpose(more, (2, 1, 0))
     if hdr["n_points"] > 0 and n == 0:
         raise FileFormatError(
             f"has 3D data for {hdr['n_points']} points but no POINT parameters (labels, units, "
@@ -664,8 +673,7 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     if not (np.isfinite(rate) and rate > 0):
         raise FileFormatError("has no valid frame rate (POINT:RATE or header); cannot read it", path)
 
-    pos = np.transpose(pts, (2, 1, 0)).copy()  # (F, N, 3)
-    del pts, raw
+    del raw
     # Infinite coordinates (a broken exporter) are missing samples too; counted in meta.
     nonfinite = np.isinf(pos).any(axis=2) & ~(res.T < 0)
     bad = (res.T < 0) | ~np.isfinite(pos).all(axis=2) | np.all(pos == 0.0, axis=2)
@@ -675,20 +683,24 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     virt = _virtual(labels, params, res, prefixes)
     labels = _unique(labels, path)
 
-    unit, scale, unit_source = _unit(params, pos[:, ~virt], path)
+    # Unit and up axis are judged on at most ~20000 frames spread over the take: as sure, and
+    # no whole-take copy of a long one.
+    sample = slice(None, None, max(1, n_frames // 20000))
+    unit, scale, unit_source = _unit(params, pos[sample][:, ~virt], path)
     pos *= scale
 
     if R is not None:
         up_name, up_source = str(up).strip().lower(), "declared"
     else:
-        det = _detect_up(pos[:, ~virt], [l for l, v in zip(labels, virt) if not v])
+        det = _detect_up(pos[sample][:, ~virt], [l for l, v in zip(labels, virt) if not v])
         up_name, up_source = (det, "detected") if det else ("z", "assumed")
         R = up_to_zup_matrix(up_name)
         if det and det != "z":
             warnings.warn(f"{path}: vertical axis detected as {det if det[0] == '-' else '+' + det}"
                           f", rotated to +Z; pass up= to override", stacklevel=2)
     if up_name != "z":
-        pos = pos @ R.T
+        for s in range(0, n_frames, _READ_BLOCK):      # in place, in blocks
+            pos[s:s + _READ_BLOCK] = pos[s:s + _READ_BLOCK] @ R.T
 
     meta = {
         "path": str(path), "format": "c3d", "unit": unit, "unit_source": unit_source,
@@ -708,8 +720,11 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         if n == 0:
             meta["analog_only"] = True
     keep = ~virt if points == "markers" else np.ones(n, bool)
+    if not keep.all():
+        pos = pos[:, keep]
+    pos.setflags(write=False)        # read-only and owning: the type keeps it without a copy
     return MarkerTrajectories(
-        labels=tuple(l for l, k in zip(labels, keep) if k), fps=rate, pos=pos[:, keep],
+        labels=tuple(l for l, k in zip(labels, keep) if k), fps=rate, pos=pos,
         is_virtual=virt[keep], subject=subject, meta=meta)
 
 
