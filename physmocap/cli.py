@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -186,8 +187,15 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
             raise
         raise type(exc)(exc.reason, markers.meta.get("path") or "<capture>") from None
     env = load_environment(scene) if scene else None
+    # Finished stages wait here until the outputs are written: a stopped solve resumes.
+    partial = output.parent / f".{output.name}.partial"
     result = solve_capture(markers, spec, body, static=static, environment=env,
-                           progress=Progress(not quiet))
+                           progress=Progress(not quiet), checkpoint=partial)
+    if result.report["resumed"] and not quiet:
+        blocks = sum(n.startswith("physical") for n in result.report["resumed"])
+        print(f"resumed from {partial}: " + ", ".join(
+            (["kinematic solve"] if "kinematic" in result.report["resumed"] else [])
+            + ([f"{blocks} physical block(s)"] if blocks else [])))
     write_bvh(result.motion, output)
     report = dict(result.report)
     report.update(markerset=spec.name, body=body.name, output=str(output),
@@ -202,6 +210,7 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         from .report.trace import trace_from_result
         write_solve_report(trace_from_result(result, body), report, report_html)
         report["report_html"] = str(report_html)
+    shutil.rmtree(partial, ignore_errors=True)
     return report
 
 

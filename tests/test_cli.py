@@ -207,6 +207,9 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     assert code == 0 and out == ""
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["frames"] == 268 and rep["marker_rms_mm"] < 10.0
+    # the finished stages kept for a resume are gone once the outputs are written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.c3d", "o.bvh", "r.json"]
+    assert rep["resumed"] == []
     m = read_bvh(tmp_path / "o.bvh", unit="cm")
     assert m.n_frames == 268 and m.skeleton.names[0] == "Hips"
     clean = read_c3d(tmp_path / "c.c3d", points="all")
@@ -219,6 +222,26 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     assert code == 0, err
     play = json.loads((tmp_path / "p.json").read_text())
     assert play["frames"] == 268 and play["tracking_error_m"] < 0.05
+
+
+def test_stopped_solve_resumes_from_its_finished_stages(data_dir, tmp_path, capsys,
+                                                        monkeypatch):
+    from physmocap.solver import pipeline
+
+    src = data_dir / "c3d/cmu/16_57.c3d"
+    args = ["solve", str(src), "-o", str(tmp_path / "o.bvh")]
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "solve_physical", stopped)          # Ctrl-C in the physical stage
+        code, out, err = run(args, capsys)
+    assert code == 130 and not (tmp_path / "o.bvh").exists()
+    kept = tmp_path / ".o.bvh.partial"
+    assert (kept / "kinematic.npz").exists()
+    code, out, err = run(args, capsys)
+    assert code == 0 and f"resumed from {kept}: kinematic solve" in out
+    assert (tmp_path / "o.bvh").exists() and not kept.exists()
 
 
 def test_solver_errors_name_the_capture(data_dir, tmp_path, capsys):

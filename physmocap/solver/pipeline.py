@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import __version__
 from ..calibrate import Subject, calibrate, estimate_scale
 from ..errors import PhysmocapError, UnitError
 from ..markers import MarkerTrajectories
@@ -18,7 +19,8 @@ from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
-from .physical import PhysicalSettings, landmarks, plant_anchors, solve_physical
+from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
+from .physical import PhysicalResult, PhysicalSettings, plant_anchors, solve_physical
 
 __all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
            "hold_anchors", "cleaned_markers"]
@@ -121,7 +123,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
                   static: MarkerTrajectories | None = None,
                   settings: PhysicalSettings = PhysicalSettings(), plants: bool = True,
                   calibration_frames: int = 60, environment: Environment | None = None,
-                  warm: str = "kinematic", progress=None) -> SolveResult:
+                  warm: str = "kinematic", progress=None, checkpoint=None) -> SolveResult:
     """Solve a capture with the physical marker solver.
 
     Args:
@@ -134,10 +136,16 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
             solve of that frame: fastest) or ``'previous'`` (the previous equilibrium moved on at
             constant velocity: pure physical tracking, continuous through constraints).
         progress: ``progress(stage, done, total)`` for a progress bar.
+        checkpoint: a folder where finished stages are kept (see ``solver.checkpoint``): run
+            again with the same inputs, the solve resumes from them (``report['resumed']``
+            names the stages loaded). The caller removes it once the outputs are written.
+
+    Takes longer than ``checkpoint.BLOCK`` frames are solved physically in blocks of that many
+    frames (with or without a checkpoint, so that both give the same result).
     """
     try:
         return _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
-                              environment, warm, progress)
+                              environment, warm, progress, checkpoint)
     except PhysmocapError as exc:
         if exc.path is not None:
             raise
@@ -146,7 +154,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
 
 
 def _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
-                   environment, warm, progress) -> SolveResult:
+                   environment, warm, progress, checkpoint) -> SolveResult:
     t0 = time.perf_counter()
     say = progress or (lambda *a: None)
     missing = spec.missing(markers.labels)
@@ -178,9 +186,32 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     sk, ms = subject.skeleton, subject.markerset
     t_cal = time.perf_counter()
 
+    if warm not in ("kinematic", "previous"):
+        raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
+    ck = None
+    if checkpoint is not None:
+        ck = Checkpoint(checkpoint, job_key(
+            __version__, pos, markers.fps, labels, cal_pos, cal_fps, repr(settings), plants,
+            calibration_frames, repr(environment), warm, ms0.body, ms0.offset, ms0.weight,
+            body.names, body.skeleton.offsets, np.array(body.limits), np.array(body.mass),
+            np.array(body.axis), tuple(body.joint_type)))
+
     # 2. kinematic reference (also the fast initial pose)
-    kin = solve_kinematic(sk, ms, pos, fps=markers.fps, max_marker_pull=settings.outlier_distance,
-                          progress=lambda d, n=markers.n_frames: say("kinematic", d, n), **prior)
+    got = ck.load("kinematic") if ck else None
+    if got is not None:
+        kin_motion = Motion(sk, markers.fps, got["root"], got["lrot"], {"solver": "kinematic"})
+        kin_residual = got["residual"]
+        say("kinematic", markers.n_frames, markers.n_frames)
+    else:
+        kin = solve_kinematic(sk, ms, pos, fps=markers.fps,
+                              max_marker_pull=settings.outlier_distance,
+                              progress=lambda d, n=markers.n_frames: say("kinematic", d, n),
+                              **prior)
+        kin_motion, kin_residual = kin.motion, kin.residual
+        del kin
+        if ck:
+            ck.save("kinematic", lrot=kin_motion.lrot, root=kin_motion.root_pos,
+                    residual=kin_residual)
     t_kin = time.perf_counter()
 
     # 3. foot plants from the foot markers
@@ -189,8 +220,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
         planted = detect_plants(pos[:, rows], markers.fps)
         # Anchors from the kinematic solve's landmarks, not the raw markers: they lie on the
         # calibrated rigid foot, so a heel and a toe planted together agree with each other.
-        kin_points = marker_positions(sk, ms.subset(rows), kin.motion.lrot,
-                                      kin.motion.root_pos)
+        kin_points = marker_positions(sk, ms.subset(rows), kin_motion.lrot,
+                                      kin_motion.root_pos)
         anchors = plant_anchors(kin_points, planted, floor=None)
     else:
         planted = np.zeros((markers.n_frames, len(rows)), bool)
@@ -201,7 +232,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     ms_all, pos_all, rows_all = ms, pos, rows
     hold_names: list = []
     if environment is not None and environment.holds:
-        hms, hanchors, hold_names = hold_anchors(environment, sk, kin.motion, markers.fps,
+        hms, hanchors, hold_names = hold_anchors(environment, sk, kin_motion, markers.fps,
                                                  markers.n_frames)
         ms_all = MarkerSet(ms.names + hms.names, np.r_[ms.body, hms.body],
                            np.vstack([ms.offset, hms.offset]), np.r_[ms.weight, hms.weight])
@@ -211,13 +242,14 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
 
     # 5. physical equilibrium, starting each frame from the kinematic pose
     jspec = joint_spec_from_body(body, sk)
-    if warm not in ("kinematic", "previous"):
-        raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
-    init = kin.motion if warm == "kinematic" else kin.motion[:1]
-    phys = solve_physical(sk, ms_all, pos_all, markers.fps, init=init, spec=jspec,
-                          settings=settings, anchors=anchors,
-                          anchor_rows=rows_all if anchors is not None else None,
-                          progress=lambda d, n=markers.n_frames: say("physical", d, n))
+    if warm == "kinematic":
+        phys = _physical_in_blocks(sk, ms_all, pos_all, markers.fps, kin_motion, jspec, settings,
+                                   anchors, rows_all if anchors is not None else None, say, ck)
+    else:   # each frame starts from the last: one sequence, not resumable midway
+        phys = solve_physical(sk, ms_all, pos_all, markers.fps, init=kin_motion[:1], spec=jspec,
+                              settings=settings, anchors=anchors,
+                              anchor_rows=rows_all if anchors is not None else None,
+                              progress=lambda d, n=markers.n_frames: say("physical", d, n))
     t_phys = time.perf_counter()
 
     motion = phys.motion
@@ -239,7 +271,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
         holds[name] = {"frames": int(on.sum()),
                        "error_mm_mean": _mm(err.mean()) if on.any() else None,
                        "error_mm_max": _mm(err.max()) if on.any() else None}
-    report = _report(markers, labels, pos, residual, kin.residual, phys.clipped[:, :M],
+    report = _report(markers, labels, pos, residual, kin_residual, phys.clipped[:, :M],
                      phys.substeps, planted, rows,
                      plant_labels, solved,
                      {motion.skeleton.names[j]: int(n)
@@ -247,14 +279,55 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
     report["hand_holds"] = holds
+    report["resumed"] = list(ck.resumed) if ck else []
     feet = {side: solved[:, labels.index(names[0])] for side, names in FOOT_MARKERS.items()
             if names[0] in labels}                                      # the heels
     rate = frame_rate_check(motion.root_pos, feet, markers.fps)
     report["damage"] = damage_report(labels, pos, solved, phys.clipped[:, :M], markers.fps,
                                      settings.outlier_distance, blackouts,
                                      int(markers.meta.get("nonfinite_samples", 0)), rate)
-    return SolveResult(motion, kin.motion, subject, labels, pos, solved, residual,
+    return SolveResult(motion, kin_motion, subject, labels, pos, solved, residual,
                        phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
+
+
+def _physical_in_blocks(sk, ms, pos, fps, init: Motion, jspec, settings, anchors, anchor_rows,
+                        say, ck) -> PhysicalResult:
+    """``solve_physical`` from the kinematic poses ``init``, in blocks of ``BLOCK`` frames, each
+    in a fresh simulation started ``WARMUP`` frames early; finished blocks are kept in (and
+    taken from) the checkpoint ``ck`` (or None)."""
+    F, M, J = len(pos), len(ms), len(sk)
+    K = 0 if anchors is None else anchors.shape[1]
+    out = {"root": np.empty((F, 3)), "lrot": np.empty((F, J, 4)),
+           "residual": np.empty((F, M)), "substeps": np.empty(F, int),
+           "clipped": np.empty((F, M), bool), "points": np.empty((F, K, 3)),
+           "limit_hit": np.empty((F, J), bool)}
+    for k, a in enumerate(range(0, F, BLOCK)):
+        b = min(a + BLOCK, F)
+        name = f"physical_{k:05d}"
+        got = ck.load(name) if ck else None
+        if got is None:
+            w = max(0, a - WARMUP)
+            r = solve_physical(sk, ms, pos[w:b], fps, init=init[w:b], spec=jspec,
+                               settings=settings,
+                               anchors=None if anchors is None else anchors[w:b],
+                               anchor_rows=anchor_rows,
+                               progress=lambda d, a=a, w=w: say("physical",
+                                                                a + max(0, d - (a - w)), F))
+            cut = slice(a - w, None)
+            got = {"root": r.motion.root_pos[cut], "lrot": r.motion.lrot[cut],
+                   "residual": r.residual[cut], "substeps": r.substeps[cut],
+                   "clipped": r.clipped[cut], "points": r.constraint_points[cut],
+                   "limit_hit": r.limit_hit[cut]}
+            if ck:
+                ck.save(name, **got)
+        for key, arr in got.items():
+            out[key][a:b] = arr
+        say("physical", b, F)
+    root, lrot = out["root"], out["lrot"]
+    root.setflags(write=False)        # read-only: the Motion takes them without a copy
+    lrot.setflags(write=False)
+    return PhysicalResult(Motion(sk, fps, root, lrot, {"solver": "physical"}), out["residual"],
+                          out["substeps"], out["clipped"], out["points"], out["limit_hit"])
 
 
 #: Plausible subject sizes relative to the body template (a small child to a giant).
