@@ -60,14 +60,17 @@ def child(minutes: float) -> None:
     dt = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     F = cap.n_frames
-    out_bytes = res.motion.lrot.nbytes + res.motion.root_pos.nbytes
+    # every array the result holds, each counted once (res.pos may be the input itself)
+    arrays = [res.motion.lrot, res.motion.root_pos, res.kinematic.lrot, res.kinematic.root_pos,
+              res.pos, res.solved_markers, res.residual, res.outliers, res.plants, res.limit_hit]
+    seen, result = [cap.pos], 0
+    for a in arrays:
+        if not any(np.shares_memory(a, b) for b in seen):
+            result += a.nbytes
+            seen.append(a)
     print(json.dumps({"minutes": minutes, "frames": F, "seconds": dt, "fps": F / dt,
                       "peak_mb": peak, "before_mb": rss_before,
-                      "input_mb": cap.pos.nbytes / 2**20, "motion_mb": out_bytes / 2**20,
-                      "result_mb": sum(a.nbytes for a in (res.pos, res.solved_markers,
-                                                          res.residual, res.outliers,
-                                                          res.plants)) / 2**20
-                      + out_bytes / 2**20 + res.kinematic.lrot.nbytes / 2**20,
+                      "input_mb": cap.pos.nbytes / 2**20, "result_mb": result / 2**20,
                       "timings": res.report["seconds"]}))
 
 
@@ -122,7 +125,7 @@ def main() -> None:
         return
     rows = []
     print(f"{'minutes':>7} {'frames':>8} {'frames/s':>9} {'peak MB':>8} {'before':>7} "
-          f"{'input MB':>8} {'result MB':>9}  stage seconds")
+          f"{'input MB':>8} {'result MB':>9} {'excess MB':>9}  stage seconds")
     for m in args.minutes:
         out = subprocess.run([sys.executable, __file__, "--child", str(m)], capture_output=True,
                              text=True)
@@ -131,18 +134,22 @@ def main() -> None:
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append(r)
+        # excess: peak beyond the input (held before the solve) and the result's arrays
+        r["excess_mb"] = r["peak_mb"] - r["before_mb"] - r["result_mb"]
         print(f"{m:7g} {r['frames']:8d} {r['fps']:9.0f} {r['peak_mb']:8.0f} {r['before_mb']:7.0f} "
-              f"{r['input_mb']:8.1f} {r['result_mb']:9.1f}  "
+              f"{r['input_mb']:8.1f} {r['result_mb']:9.1f} {r['excess_mb']:9.1f}  "
               + " ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()), flush=True)
     if len(rows) >= 2:
         f = np.array([r["frames"] for r in rows], float)
         peak = np.array([r["peak_mb"] for r in rows])
         slope, icpt = np.polyfit(f, peak, 1)
-        res_pf = rows[-1]["result_mb"] / rows[-1]["frames"]
+        ex_slope = np.polyfit(f, [r["excess_mb"] for r in rows], 1)[0]
+        res_pf = (rows[-1]["result_mb"] + rows[-1]["input_mb"]) / rows[-1]["frames"]
         F = args.extrapolate * 60 * 120
         fps = np.median([r["fps"] for r in rows])
-        print(f"peak RSS grows {slope * 2**20:.0f} bytes/frame (the returned arrays and input "
-              f"hold {res_pf * 2**20:.0f} bytes/frame); a {args.extrapolate:g}-minute take "
+        print(f"peak RSS grows {slope * 2**20:.0f} bytes/frame, of which the input and the "
+              f"returned arrays hold {res_pf * 2**20:.0f}; the rest grows "
+              f"{ex_slope * 2**20:.0f} bytes/frame. A {args.extrapolate:g}-minute take "
               f"({F:.0f} frames at 120 Hz) extrapolates to {icpt + slope * F:.0f} MB peak and "
               f"{F / fps / 60:.0f} min of solving at the median {fps:.0f} frames/s")
 

@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -308,6 +309,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
     _unlink(p["done"])
     _unlink(p["failed"])
     inp, stat = _fingerprint(take.capture), _fingerprint(take.static)
+    partial = p["bvh"].parent / f".{p['bvh'].name}.partial"
     stamp = {"take": take.name, "settings": settings.key(), "input": inp, "static": stat}
     # Warnings (a detected up axis) go into the row: a worker process has no terminal.
     with warnings.catch_warnings(record=True) as caught:
@@ -319,7 +321,8 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
             spec = (pick_markerset(markers.labels) if settings.markerset == "auto"
                     else load_markerset(settings.markerset))
             with _one_blas_thread():
-                result = solve_capture(markers, spec, body, static=static)
+                # finished stages of a long take survive a stopped batch (see solve_capture)
+                result = solve_capture(markers, spec, body, static=static, checkpoint=partial)
         except PhysmocapError as exc:
             result, error = None, exc
     said = list(dict.fromkeys(" ".join(str(w.message).split()) for w in caught))
@@ -327,6 +330,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
         row = _row(take, "failed", reason=str(error), warnings=said,
                    seconds=round(time.perf_counter() - t0, 3))
         _write_stamp(p["failed"], {**stamp, "row": row})
+        shutil.rmtree(partial, ignore_errors=True)     # a bad take fails again: nothing to keep
         return row
 
     write_bvh(result.motion, p["bvh"])
@@ -348,6 +352,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
                         for f in outputs}
     stamp["row"] = row
     _write_stamp(p["done"], stamp)
+    shutil.rmtree(partial, ignore_errors=True)
     return row
 
 
