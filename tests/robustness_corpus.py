@@ -169,4 +169,8 @@ def named_damage(rep: dict) -> str:
         out.append(f"{len(d['outliers'])} outlier runs")
     if d["nonfinite_samples"]:
         out.append(f"{d['nonfinite_samples']['count']} non-finite ignored")
+    rate = d.get("frame_rate")
+    if rate and not rate["plausible"]:
+        out.append(f"frame rate flagged ({rate['stride_hz']} strides/s at "
+                   f"{rate['declared_hz']:g} Hz: too {'low' if 'too low' in rate['action'] else 'high'})")
     return "; ".join(out) or "none"
