@@ -364,6 +364,13 @@ class _Checker:
         if missing:
             self.fail(where, f"missing {', '.join(map(repr, missing))}")
 
+    def tables(self, data: dict, key: str) -> list:
+        """The array of tables ``[[key]]`` (empty when absent)."""
+        v = data.get(key, [])
+        if not isinstance(v, list):
+            self.fail(f"[[{key}]]", f"must be an array of tables, got {type(v).__name__}")
+        return v
+
     def string(self, v, where: str, key: str) -> str:
         if not isinstance(v, str) or not v.strip():
             self.fail(where, f"{key} must be a non-empty string, got {v!r}")
@@ -631,7 +638,7 @@ def load_environment(name_or_path) -> Environment:
     ck.keys(data, _ENV_KEYS, (), "")
     meta = ck.meta(data)
     objects = []
-    for i, o in enumerate(data.get("object", [])):
+    for i, o in enumerate(ck.tables(data, "object")):
         where = f"[[object]] #{i + 1}"
         ck.keys(o, _OBJECT_KEYS, ("name", "kind"), where)
         kind = ck.string(o["kind"], where, "kind")
@@ -651,7 +658,7 @@ def load_environment(name_or_path) -> Environment:
     if len(set(names)) != len(names):
         ck.fail("[[object]]", "duplicate object names")
     holds = []
-    for i, h in enumerate(data.get("hold", [])):
+    for i, h in enumerate(ck.tables(data, "hold")):
         where = f"[[hold]] #{i + 1}"
         ck.keys(h, _HOLD_KEYS, ("hand", "start", "stop"), where)
         hand = ck.string(h["hand"], where, "hand")

@@ -453,6 +453,9 @@ def test_shipped_environment_loads():
     ('[[object]]\nname = "x"\nkind = "sofa"', "kind must be"),
     ('[[object]]\nname = "x"\nkind = "bar"\nfrom = [0, 0]\nto = [1, 0, 0]', "list of 3"),
     ('[[hold]]\nhand = "Left"\nstart = 0\nstop = 1\npoint = [0, 0, 1]\ngrip = 2', "unknown key"),
+    ('hold = 3', "array of tables"),                     # found by the hypothesis fuzz test
+    ('[hold]\nhand = "Left"', "array of tables"),
+    ('object = "bar"', "array of tables"),
 ])
 def test_environment_errors(tmp_path, text, match):
     from physmocap import PhysmocapError
