@@ -11,7 +11,9 @@ at 240 Hz is not, and one call per frame for the whole body). The root is either
   much help the motion needed; or
 * ``"physical"``: unassisted; the body must stay up with joint torques alone. Falls are detected
   (root below ``fall_root_ratio`` of the reference's root height, or the head below
-  ``fall_head_height``, for longer than ``fall_seconds``) and reported.
+  ``fall_head_height``, for longer than ``fall_seconds``) and reported. Its reference feet keep
+  one twist about their bones for the whole clip (``level_feet(constant=True)``). With
+  ``TrackingSettings(balance=True)`` the joints get balance feedback (``balance.py``).
 
 ``Tracker`` is the frame-by-frame API (a motion-matching controller can drive it live);
 ``track`` runs a whole ``Motion`` through it and measures the result.
@@ -75,8 +77,10 @@ class TrackingSettings:
         balance: in ``"physical"`` mode, drive the joints with ``balance.BalanceController``
             (torso control, foot placement, stance ankles bounded by their soles; joint torques
             with gravity compensation and a virtual force through the stance legs, or the joint
-            motors: ``BalanceSettings.drive``); ``False``: the position motors of ``"assist"``
-            mode toward the reference, no balance feedback.
+            motors: ``BalanceSettings.drive``); ``False`` (default): the position motors of
+            ``"assist"`` mode toward the reference, no balance feedback. Off by default: on the
+            walking inputs neither drive keeps the body up longer than the plain motors do
+            (README, "Measured"), and the torque drive tracks worse and runs ~4x slower.
         balance_gains: ``balance.BalanceSettings`` (also the floor's friction in physical
             mode with ``balance``).
     """
@@ -102,7 +106,7 @@ class TrackingSettings:
     fall_head_height: float = 0.6
     fall_seconds: float = 0.5
     head: str = "Head"
-    balance: bool = True
+    balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
 
 
@@ -473,7 +477,12 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Mo
 
     ``retarget`` fixes bone directions only, so the roll about a foot or toe bone is whatever the
     source skeleton's axes made it: a toe segment rolled upside down lifts its collision box, and
-    the simulated foot then stands on the box's edge."""
+    the simulated foot then stands on the box's edge.
+
+    ``constant``: one twist per segment for the whole clip (the circular mean, weighted toward
+    frames where the bone is near horizontal) instead of one per frame: while a bone points
+    steeply down the per-frame twist is ill-defined, and the demo walk's swinging foot spun a
+    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one)."""
     from .character import _segment
     lrot = np.array(motion.lrot)
     up = np.array([0.0, 0.0, 1.0])
