@@ -81,6 +81,8 @@ class BalanceSettings:
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
         motor_kp, motor_kd: the motors' position and velocity gains (motors drive).
+        down: 0..1, no balance feedback while the centre of mass is below this fraction of
+            the reference's height (the body is down).
     """
 
     drive: str = "torque"
@@ -107,6 +109,7 @@ class BalanceSettings:
     ankle_roll: float = 0.04
     motor_kp: float = 1.0
     motor_kd: float = 1.0
+    down: float = 0.6
 
     def __post_init__(self):
         if self.drive not in DRIVES:
@@ -271,8 +274,13 @@ class BalanceController:
         wts = np.where(feet, wts, 0.0)         # a foot off the floor carries nothing now
 
         target = np.array(r["lrot"])
-        # foot placement: the reference's swing leg, its thigh in world coordinates
-        swing = [sd for sd in (0, 1) if not r["on"][sd] and r["on"][1 - sd]]
+        # foot placement: the reference's swing leg, its thigh in world coordinates. No
+        # feedback once the body is down (centre of mass below ``down`` of the reference's):
+        # world-frame targets of a body on the floor whip its limbs about
+        up = com[2] > s.down * r["com"][2]
+        swing = [sd for sd in (0, 1) if not r["on"][sd] and r["on"][1 - sd]] if up else []
+        if not up:
+            wts = np.zeros(2)
         for sd in swing:
             hip, _, _ = self.chains[sd]
             st_ankle = self.chains[1 - sd][2]
