@@ -205,7 +205,7 @@ class BalanceController:
     def set_reference(self, root_pos, root_rot, lrot, ang, jvel, dt: float) -> None:
         """The frame's target: ``root_pos (3,)``, ``root_rot (4,)`` (world), ``lrot (J, 4)``,
         root angular velocity ``ang (3,)`` (world), joint velocities ``jvel (J, 3)`` (child
-        frames); ``dt`` s since the previous reference (0 on reset)."""
+        frames); ``dt`` s since the previous reference (0 on reset: the body at rest)."""
         lrot = np.array(lrot, float)
         lrot[0] = root_rot
         x, g = forward_kinematics_frame(self.sk, lrot, root_pos)
@@ -213,6 +213,8 @@ class BalanceController:
         com = self.m @ c / self.M
         vcom = (com - self._ref_com) / dt if (self._ref_com is not None and dt > 0) \
             else np.zeros(3)
+        if dt <= 0:
+            self.load = np.zeros(2)
         self._ref_com = com
         j, pts = self.soles
         sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
@@ -227,8 +229,9 @@ class BalanceController:
 
     def state(self):
         """World joint positions ``X (J, 3)``, rotations ``R (J, 4)``, segment centres of mass
-        ``C (J, 3)``, their velocities ``V (J, 3)`` and angular velocities ``W (J, 3)``; local joint rotations ``q (J, 4)`` and
-        angular velocities ``w (J, 3)`` (child frames; ``[0]`` is the root's, world)."""
+        ``C (J, 3)``, their velocities ``V (J, 3)`` and angular velocities ``W (J, 3)``; local
+        joint rotations ``q (J, 4)`` and angular velocities ``w (J, 3)`` (child frames; ``[0]``
+        is the root's, world)."""
         ch = self.char
         p, b, cl = ch.p, ch.body, ch.client
         J = self.J
@@ -263,7 +266,6 @@ class BalanceController:
         feedback: rotations ``(J, 4)`` and velocities ``(J, 3)`` (child frames)."""
         s, r = self.s, self.ref
         X, R, C, V, W, q, w = self.state()
-        J = self.J
         com = self.m @ C / self.M
         vcom = self.m @ V / self.M
         feet, load, _ = self.char.foot_loads()
@@ -303,7 +305,7 @@ class BalanceController:
                 gt = quat.mul(quat.from_axis_angle(u, n / self.leg_len), gt)
             target[hip] = quat.mul(quat.conj(R[0]), gt)
 
-        # 1. PD errors (child frames). Torso control (SIMBICON): a stance hip's target is the
+        # torso control (SIMBICON): a stance hip's target is the
         # rotation that puts the pelvis at its reference world orientation from where the
         # thigh is now, so the stance hip (not an external torque) turns the pelvis upright
         jv = np.array(r["jvel"])

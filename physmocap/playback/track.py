@@ -211,7 +211,6 @@ class Tracker:
                      np.zeros(3) if w is None else w)
         self.ref_height0 = root_pos[2]
         if self.balance is not None:
-            self.balance._ref_com = None
             self.balance.set_reference(root_pos, root_rot, lrot,
                                        np.zeros(3) if w is None else w,
                                        np.zeros((self.J, 3)) if ja is None else ja, 0.0)
