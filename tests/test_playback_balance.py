@@ -128,7 +128,7 @@ def test_settings_errors():
 
 def test_demo_walk_figures_measured(body):
     """The demo walk, 4 s, fully physical with and without balance feedback: the time of the
-    first fall is printed (pytest -s). Measured: every variant falls within 1.3-2.8 s (the
+    first fall is printed (pytest -s). Measured: every variant falls within 1.4-2.0 s (the
     issue's target, no fall in 20 s, is missed); the body stays up at least its first second
     and the fall is detected."""
     from physmocap.demo import make_demo_capture

@@ -36,7 +36,7 @@ Stance comes from the simulation (the measured normal force on each foot in cont
 swing leg is the reference's (its foot off the floor while the other is on it).
 
 Measured (README, "Measured"): neither drive keeps the body up for long on the walking inputs
-(falls after 1.4-4 s, as without balance feedback); see ``benchmarks/playback_speed.py``.
+(falls after 1.4-3 s, as without balance feedback); see ``benchmarks/playback_speed.py``.
 """
 from __future__ import annotations
 
