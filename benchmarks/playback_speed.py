@@ -4,7 +4,10 @@ humanoid): clips, the solved real captures, and motion matching coupled live.
     python benchmarks/playback_speed.py [clips] [solved] [live]     (default: all three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
-physics steps per frame, and the tracking figures of ``TrackResult.report()``.
+physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
+runs also with balance feedback (``physical+torque``, ``physical+motors``: ``TrackingSettings(
+balance=True)``, ``BalanceSettings.drive``), 20 s where the reference allows, with the time of
+the first fall and ``lost``: when the root first strays 0.5 m from the reference's.
 """
 from __future__ import annotations
 
@@ -18,8 +21,22 @@ from physmocap.io.bvh import read_bvh
 from physmocap.matching.database import resample
 from physmocap.matching.retarget import retarget
 from physmocap.motion import Motion
-from physmocap.playback import track
+from physmocap.playback import TrackingSettings, track
+from physmocap.playback.balance import BalanceSettings
 from physmocap.scene import load_body
+
+# fully physical variants: no balance feedback (the default), and the two balance drives
+PHYSICAL = {"physical": TrackingSettings(),
+            "phys+torque": TrackingSettings(balance=True),
+            "phys+motors": TrackingSettings(balance=True,
+                                            balance_gains=BalanceSettings(drive="motors"))}
+
+
+def lost_s(res) -> str:
+    """s, when the simulated root first strays 0.5 m (horizontally) from the reference's."""
+    d = np.linalg.norm(res.motion.root_pos[:, :2] - res.reference.root_pos[:, :2], axis=-1)
+    far = np.nonzero(d > 0.5)[0]
+    return f"{far[0] / res.motion.fps:.2f}s" if len(far) else "-"
 
 
 def main() -> None:
@@ -36,16 +53,22 @@ def main() -> None:
     names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
              for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
     refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton, name_map=names), 60.0)
-    print(f"{'reference':20s} {'mode':9s} {'frames':>6s} {'fps':>7s} {'err m':>6s} "
-          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s}  falls")
+    print(f"{'reference':20s} {'mode':11s} {'frames':>6s} {'fps':>7s} {'err m':>6s} {'err 1s':>6s} "
+          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s}  falls")
     for name, ref in refs.items():
-        for mode in ("assist", "physical"):
-            rep = track(ref, body, mode).report()
+        # the demo walk cycle (1.26 s) looped to 20 s for the fully physical runs
+        loops = 16 if name.startswith("demo") else 1
+        for mode, s in [("assist", TrackingSettings())] + list(PHYSICAL.items()):
+            res = track(ref, body, "assist" if mode == "assist" else "physical", s,
+                        loops=1 if mode == "assist" else loops)
+            rep = res.report()
             falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
-            print(f"{name:20s} {mode:9s} {rep['frames']:6d} {rep['frames_per_second']:7.0f} "
-                  f"{rep['tracking_error_m']:6.3f} {rep['root_assist_force_mean_n']:7.1f} "
+            # err 1s: the tracking error over the first second (a fallen body's is meaningless)
+            err1 = float(np.mean(res.tracking_error_m[:int(res.motion.fps)]))
+            print(f"{name:20s} {mode:11s} {rep['frames']:6d} {rep['frames_per_second']:7.0f} "
+                  f"{rep['tracking_error_m']:6.3f} {err1:6.3f} {rep['root_assist_force_mean_n']:7.1f} "
                   f"{rep['root_assist_force_max_n']:6.1f} {rep['penetration_max_mm']:6.1f} "
-                  f"{rep['foot_skate_mm']:6.1f}  {falls}")
+                  f"{rep['foot_skate_mm']:6.1f} {lost_s(res):>6s}  {falls}")
 
 
 def live() -> None:
@@ -68,17 +91,23 @@ def live() -> None:
     feats = compute_features(db)
     print(f"\nlive coupling, database {db.n_frames} frames ({len(files)} clips); assist 10 s, "
           f"physical 20 s per input")
-    print(f"{'input':14s} {'mode':9s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
-          f"{'skate':>6s}  falls")
+    print(f"{'input':14s} {'mode':11s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
+          f"{'skate':>6s} {'lost':>6s}  falls")
     inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
     for name in inputs:
         src = load_input(_resolve(name, "inputs", "input"))
-        for mode, dur in (("assist", 10.0), ("physical", 20.0)):
-            rep = run_live(Controller(db, feats, src), dur, mode=mode).report()
+        runs = [("assist", TrackingSettings(), 10.0), ("physical", PHYSICAL["physical"], 20.0)]
+        if name in ("straight_walk", "stop_and_go"):     # the issue's walking inputs
+            runs += [(m, PHYSICAL[m], 20.0) for m in ("phys+torque", "phys+motors")]
+        for mode, s, dur in runs:
+            lr = run_live(Controller(db, feats, src), dur,
+                          mode="assist" if mode == "assist" else "physical", settings=s)
+            rep = lr.report()
             falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
-            print(f"{name:14s} {mode:9s} {rep['tracking_error_m']:6.3f} "
+            print(f"{name:14s} {mode:11s} {rep['tracking_error_m']:6.3f} "
                   f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
-                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f}  {falls}")
+                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f} "
+                  f"{lost_s(lr.result):>6s}  {falls}")
     print("\nspeed, straight_walk, median of 3 runs of 10 s")
     print(f"{'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} {'ctrl ms':>7s} {'phys ms':>7s} "
           f"{'controller alone fps':>21s}")

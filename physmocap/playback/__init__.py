@@ -1,9 +1,11 @@
 """Physical playback: a simulated PyBullet character follows a kinematic ``Motion``
 (PD joint motors, gravity, ground contact; optional bounded root assist)."""
+from .balance import BalanceSettings
 from .character import Character
 from .track import (MODES, FrameRetargeter, Tracker, TrackingSettings, TrackResult,
                     ground_motion, level_feet, loop_motion, track)
 from .live import LivePlayback, LiveResult, run_live
 
-__all__ = ["Character", "MODES", "FrameRetargeter", "Tracker", "TrackingSettings", "TrackResult",
-           "ground_motion", "level_feet", "loop_motion", "track", "LivePlayback", "LiveResult", "run_live"]
+__all__ = ["BalanceSettings", "Character", "MODES", "FrameRetargeter", "Tracker",
+           "TrackingSettings", "TrackResult", "ground_motion", "level_feet", "loop_motion",
+           "track", "LivePlayback", "LiveResult", "run_live"]

@@ -139,6 +139,10 @@ class Character:
             inertial_orn.append([float(x) for x in iorn])
             inertia.append([max(float(x), min_inertia) for x in I])
         mass = [float(m) for m in body.mass]
+        # each segment's centre of mass (m, in its joint frame) and principal inertia (kg·m²,
+        # joint-frame axes): what a torque-level controller needs (``balance.py``)
+        self.com_local = np.array(inertial_pos, float)
+        self.inertia = np.array(inertia, float)
         self.body = p.createMultiBody(
             baseMass=mass[0], baseCollisionShapeIndex=shapes[0], baseVisualShapeIndex=-1,
             basePosition=[0, 0, 1], baseOrientation=[0, 0, 0, 1],
@@ -207,7 +211,19 @@ class Character:
         penetration (m, >= 0) of any contact point of the body."""
         p = self.p
         pts = p.getContactPoints(self.body, self.ground, physicsClientId=self.client)
+        feet, pen, _ = self._contacts(pts)
+        return feet, pen
+
+    def foot_loads(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """``contacts()`` plus ``(2,)`` N, the summed normal force on each foot's contacts
+        (from the last ``stepSimulation``)."""
+        pts = self.p.getContactPoints(self.body, self.ground, physicsClientId=self.client)
+        feet, pen, load = self._contacts(pts)
+        return feet, load, pen
+
+    def _contacts(self, pts):
         feet = np.zeros(2, bool)
+        load = np.zeros(2)
         pen = 0.0
         left, right = self.foot_links
         for cp in pts:
@@ -216,9 +232,11 @@ class Character:
                 pen = -dist
             if link in left:
                 feet[0] = True
+                load[0] += cp[9]
             elif link in right:
                 feet[1] = True
-        return feet, pen
+                load[1] += cp[9]
+        return feet, pen, load
 
     def close(self) -> None:
         if self.client is not None and self.p.isConnected(self.client):

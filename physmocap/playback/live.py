@@ -34,8 +34,14 @@ class _FrameFeet:
     """``level_feet`` and the lowest sole point for one frame, in plain floats: the per-frame
     path of the live loop, where numpy's per-call overhead on (4,) arrays dominates."""
 
-    def __init__(self, body: BodyTemplate):
+    def __init__(self, body: BodyTemplate, steady: bool = False):
         from .character import foot_joints
+        # ``steady``: filter each segment's twist, weighted by how well it is defined (the bone
+        # near horizontal), instead of taking it frame by frame: while a bone points steeply
+        # down the per-frame twist is ill-defined and a swinging foot spins about its bone
+        # (``level_feet(constant=True)`` is the whole-clip version)
+        self.steady = steady
+        self._twist = {}
         sk = body.skeleton
         self.skeleton = sk
         self.parents = [int(p) for p in sk.parents]
@@ -64,6 +70,12 @@ class _FrameFeet:
                   n_p[0] * u_p[1] - n_p[1] * u_p[0])
             ang = np.arctan2(b[0] * cr[0] + b[1] * cr[1] + b[2] * cr[2],
                              n_p[0] * u_p[0] + n_p[1] * u_p[1] + n_p[2] * u_p[2])
+            if self.steady:
+                prev = self._twist.get(j)
+                if prev is not None:
+                    wgt = (1.0 - b[2] * b[2]) ** 2
+                    ang = prev + wgt * float(np.angle(np.exp(1j * (ang - prev))))
+                self._twist[j] = ang
             sh, ch = np.sin(0.5 * ang), np.cos(0.5 * ang)
             g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
             lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
@@ -108,7 +120,7 @@ class LivePlayback:
             source_rest=reference_pose(src, db.up, first, self.body.skeleton))
         self.tracker = Tracker(self.body, mode, settings)
         self.dt = controller.dt
-        self._feet = _FrameFeet(self.body)
+        self._feet = _FrameFeet(self.body, steady=mode == "physical")
         self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
         self._offset = None
         self._started = False

@@ -11,7 +11,9 @@ at 240 Hz is not, and one call per frame for the whole body). The root is either
   much help the motion needed; or
 * ``"physical"``: unassisted; the body must stay up with joint torques alone. Falls are detected
   (root below ``fall_root_ratio`` of the reference's root height, or the head below
-  ``fall_head_height``, for longer than ``fall_seconds``) and reported.
+  ``fall_head_height``, for longer than ``fall_seconds``) and reported. Its reference feet keep
+  one twist about their bones for the whole clip (``level_feet(constant=True)``). With
+  ``TrackingSettings(balance=True)`` the joints get balance feedback (``balance.py``).
 
 ``Tracker`` is the frame-by-frame API (a motion-matching controller can drive it live);
 ``track`` runs a whole ``Motion`` through it and measures the result.
@@ -28,6 +30,7 @@ from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate, load_body
 from ..skeleton import Skeleton
+from .balance import BalanceController, BalanceSettings
 from .character import Character, foot_joints
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
@@ -71,6 +74,15 @@ class TrackingSettings:
             root then carries the body weight instead of the legs.
         fall_root_ratio, fall_head_height, fall_seconds: the fall rule (see module doc).
         head: name of the head joint (for the fall rule).
+        balance: in ``"physical"`` mode, drive the joints with ``balance.BalanceController``
+            (torso control, foot placement, stance ankles bounded by their soles; joint torques
+            with gravity compensation and a virtual force through the stance legs, or the joint
+            motors: ``BalanceSettings.drive``); ``False`` (default): the position motors of
+            ``"assist"`` mode toward the reference, no balance feedback. Off by default: on the
+            walking inputs neither drive keeps the body up longer than the plain motors do
+            (README, "Measured"), and the torque drive tracks worse and runs ~4x slower.
+        balance_gains: ``balance.BalanceSettings`` (also the floor's friction in physical
+            mode with ``balance``).
     """
 
     timestep: float = 1.0 / 240.0
@@ -94,6 +106,8 @@ class TrackingSettings:
     fall_head_height: float = 0.6
     fall_seconds: float = 0.5
     head: str = "Head"
+    balance: bool = False
+    balance_gains: BalanceSettings = BalanceSettings()
 
 
 def _subtree_mass(body: BodyTemplate) -> np.ndarray:
@@ -132,8 +146,12 @@ class Tracker:
         self.body = body or load_body()
         self.mode, self.s = mode, settings
         s = settings
-        self.char = Character(self.body, s.timestep, s.gravity, s.friction, s.solver_iterations,
-                              s.min_inertia)
+        bal = mode == "physical" and s.balance
+        self.timestep = s.timestep
+        # a body on its own legs needs a floor that holds its feet (``BalanceSettings``)
+        self.char = Character(self.body, s.timestep, s.gravity,
+                              s.balance_gains.friction if bal else s.friction,
+                              s.solver_iterations, s.min_inertia)
         self.p, self.J = self.char.p, len(self.body)
         self.mass = float(self.body.total_mass)
         sub = _subtree_mass(self.body)
@@ -154,6 +172,10 @@ class Tracker:
         self.fallen = False
         self.falls: list[dict] = []
         self._ref = None
+        self.balance = None
+        if mode == "physical" and s.balance:
+            self.balance = BalanceController(self.char, self.max_torque, s.balance_gains,
+                                             s.gravity)
 
     # --- setup ----------------------------------------------------------------------------
 
@@ -188,6 +210,10 @@ class Tracker:
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
         self.ref_height0 = root_pos[2]
+        if self.balance is not None:
+            self.balance.set_reference(root_pos, root_rot, lrot,
+                                       np.zeros(3) if w is None else w,
+                                       np.zeros((self.J, 3)) if ja is None else ja, 0.0)
         self.frame, self.time, self._low = 0, 0.0, 0.0
         self.fallen, self.falls = False, []
 
@@ -214,12 +240,16 @@ class Tracker:
         jvel = _ang_vel(lrot0, lrot1, dt, local=True)
         self._ref = (pos1, rot1, lrot1, vel1, ang1)
 
-        p.setJointMotorControlMultiDofArray(
-            b, self.char.links, p.POSITION_CONTROL, targetPositions=lrot1[1:].tolist(),
-            targetVelocities=jvel[1:].tolist(), positionGains=self._kp, velocityGains=self._kd,
-            forces=self._forces, physicsClientId=c)
+        bal = self.balance
+        if bal is None:
+            p.setJointMotorControlMultiDofArray(
+                b, self.char.links, p.POSITION_CONTROL, targetPositions=lrot1[1:].tolist(),
+                targetVelocities=jvel[1:].tolist(), positionGains=self._kp,
+                velocityGains=self._kd, forces=self._forces, physicsClientId=c)
+        else:
+            bal.set_reference(pos1, rot1, lrot1, ang1, jvel, dt)
 
-        n = max(1, int(round(dt / s.timestep)))
+        n = max(1, int(round(dt / self.timestep)))
         fsum = tsum = 0.0
         assist = self.mode == "assist"
         for k in range(n):
@@ -238,15 +268,17 @@ class Tracker:
                 p.applyExternalTorque(b, -1, t.tolist(), p.WORLD_FRAME, physicsClientId=c)
                 fsum += float(np.sqrt(f @ f))
                 tsum += float(np.sqrt(t @ t))
+            elif bal is not None:
+                bal.apply(self.timestep)      # joint torques last one step
             p.stepSimulation(physicsClientId=c)
 
         root, lrot = self.char.pose()
         feet, pen = self.char.contacts()
         head_z = p.getLinkState(b, self.head - 1, physicsClientId=c)[4][2]
         self.frame += 1
-        self.time += n * s.timestep
+        self.time += n * self.timestep
         low = root[2] < s.fall_root_ratio * pos1[2] or head_z < s.fall_head_height
-        self._low = self._low + n * s.timestep if low else 0.0
+        self._low = self._low + n * self.timestep if low else 0.0
         event = None
         now_fallen = self._low > s.fall_seconds
         if now_fallen and not self.fallen:
@@ -378,7 +410,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     if loops > 1:
         ref = loop_motion(ref, loops)
     if settings.level_feet:
-        ref = level_feet(ref, body)
+        ref = level_feet(ref, body, constant=mode == "physical")
     if settings.ground_reference:
         ref = ground_motion(ref, body)
     F, dt = ref.n_frames, 1.0 / ref.fps
@@ -438,13 +470,18 @@ def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
     return np.array(joints), np.array(pts)
 
 
-def level_feet(motion: Motion, body: BodyTemplate) -> Motion:
+def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Motion:
     """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
     so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
 
     ``retarget`` fixes bone directions only, so the roll about a foot or toe bone is whatever the
     source skeleton's axes made it: a toe segment rolled upside down lifts its collision box, and
-    the simulated foot then stands on the box's edge."""
+    the simulated foot then stands on the box's edge.
+
+    ``constant``: one twist per segment for the whole clip (the circular mean, weighted toward
+    frames where the bone is near horizontal) instead of one per frame: while a bone points
+    steeply down the per-frame twist is ill-defined, and the demo walk's swinging foot spun a
+    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one)."""
     from .character import _segment
     lrot = np.array(motion.lrot)
     up = np.array([0.0, 0.0, 1.0])
@@ -462,6 +499,14 @@ def level_feet(motion: Motion, body: BodyTemplate) -> Motion:
             n_p = n - np.sum(n * b, -1, keepdims=True) * b
             u_p = up - b * b[:, 2:3]
             ang = np.arctan2(np.sum(b * np.cross(n_p, u_p), -1), np.sum(n_p * u_p, -1))
+            if constant:
+                # one twist for the whole clip, the circular mean over the frames where the
+                # bone is near horizontal (a foot flat on the floor): frame by frame, the
+                # twist is ill-defined while the bone points steeply down (a swinging foot),
+                # and the foot spins about its bone there
+                wgt = (1.0 - b[:, 2] ** 2) ** 2
+                ang = np.full(len(ang), np.arctan2(np.sum(wgt * np.sin(ang)),
+                                                   np.sum(wgt * np.cos(ang))))
             g2 = quat.mul(quat.from_axis_angle(b, ang), g)
             lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),

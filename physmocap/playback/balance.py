@@ -1,0 +1,442 @@
+"""Balance feedback for fully physical playback (``Tracker`` mode ``"physical"``).
+
+No force acts on the body but gravity, the ground and its own joints. Two ways to drive the
+joints (``BalanceSettings.drive``):
+
+* ``"torque"``: joint torques (default motors off, ``TORQUE_CONTROL`` every physics step), the
+  sum of (world frame, then turned into each child's frame, where PyBullet applies a spherical
+  joint's torque):
+
+  1. **stable PD** tracking of the reference's local joint rotations (Tan, Liu, Turk 2011):
+     the torques of the gains applied at the end of the step, with the accelerations predicted
+     from the body's own mass matrix (``mass_matrix``; the prediction knows no ground);
+  2. **gravity compensation** (Coros, Beaudoin, van de Panne 2010): each joint carries the
+     weight of the segments below it; a stance leg instead carries the rest of the body above
+     it, shared between the legs by their measured ground loads;
+  3. a **virtual force** on the centre of mass (PD toward the reference's centre of mass and
+     its velocity) realised through the stance leg(s) as ``τ = Jᵀ F``: each joint of the chain
+     foot → pelvis gets ``−(c − x_joint) × F``; the ground supplies the force through the
+     foot contact. Its horizontal part is bounded by what the feet can hold.
+
+* ``"motors"``: PyBullet's joint motors (the constraint-level PD of mode ``"assist"``, solved
+  together with the contacts) toward the balance-modified targets below, each stance ankle's
+  motor force bounded by its sole.
+
+Both: **torso control** (SIMBICON, Yin, Loken, van de Panne 2007): a stance hip's target is
+the rotation that puts the pelvis at its reference *world* orientation from where the thigh is
+now; **foot placement** (SIMBICON): the swing thigh follows its reference world direction,
+turned so the foot lands ``c_d (d − d_ref) + c_v (v − v_ref)`` further along (sagittal and
+lateral gains apart, plus an optional extra step width), with ``d`` the horizontal offset of
+the centre of mass from the stance ankle and ``v`` its velocity, the reference's own
+``d_ref``, ``v_ref`` keeping the reference step where the body is in balance; **stance ankles**
+bounded so the centre of pressure stays under the sole (``ankle_lever`` heel-to-toe,
+``ankle_roll`` across), else the foot rolls onto its edge.
+
+Stance comes from the simulation (the measured normal force on each foot in contact); the
+swing leg is the reference's (its foot off the floor while the other is on it).
+
+Measured (README, "Measured"): neither drive keeps the body up for long on the walking inputs
+(falls after 1.4-3 s, as without balance feedback); see ``benchmarks/playback_speed.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import quat
+from ..skeleton import forward_kinematics_frame
+from .character import Character, foot_joints
+
+__all__ = ["BalanceSettings", "BalanceController", "DRIVES"]
+
+_Z = np.array([0.0, 0.0, 1.0])
+
+
+@dataclass(frozen=True)
+class BalanceSettings:
+    """Gains of ``BalanceController`` (SI units).
+
+    Attributes:
+        drive: ``"torque"`` (stable PD, gravity compensation, virtual force) or ``"motors"``
+            (PyBullet's joint motors toward the balance-modified targets).
+        friction: ground and body Coulomb friction in physical mode (``TrackingSettings``'s
+            0.4 suits a root assist pulling stance feet along; a body on its own legs slips on
+            it: measured, a landing foot slid 13 cm).
+        kp, kd: N·m/rad, N·m·s/rad of the torque drive's PD by segment kind (``legs``: hips and
+            knees, ``ankles``, ``toes``, ``trunk``: spine and chest, ``neck``: neck and head,
+            ``arms``: shoulders to elbows, ``hands``). Ankles above ``m g h`` (736 N·m/rad) or
+            the body topples standing still.
+        gravity_comp: 0..1, fraction of the segments' weight compensated (torque drive).
+        com_kp, com_kd: 1/s², 1/s: horizontal virtual force per kg toward the reference centre
+            of mass and its velocity; ``com_kp_z``, ``com_kd_z`` the vertical one (torque drive).
+        torso: 0..1, how much a stance hip serves the pelvis's world orientation instead of
+            its own reference rotation.
+        place_cd, place_cv: m/m, m/(m/s): sagittal foot placement feedback (SIMBICON's c_d,
+            c_v); ``place_cd_lat``, ``place_cv_lat`` the lateral one; ``step_width`` m, the
+            swing foot placed that much further outward; ``place_max`` m, bound of the offset.
+        contact_height: m, a reference foot whose lowest sole point is below this is on the
+            floor (the reference's swing/stance phase).
+        load_filter: s, time constant of the filter on the feet's measured loads.
+        ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
+            and across the sole.
+        motor_kp, motor_kd: the motors' position and velocity gains (motors drive).
+        down: 0..1, no balance feedback while the centre of mass is below this fraction of
+            the reference's height (the body is down).
+    """
+
+    drive: str = "torque"
+    friction: float = 0.9
+    kp: tuple = (("legs", 1000.0), ("ankles", 1500.0), ("toes", 60.0), ("trunk", 1000.0),
+                 ("neck", 200.0), ("arms", 300.0), ("hands", 50.0))
+    kd: tuple = (("legs", 100.0), ("ankles", 60.0), ("toes", 6.0), ("trunk", 100.0),
+                 ("neck", 20.0), ("arms", 30.0), ("hands", 5.0))
+    gravity_comp: float = 1.0
+    com_kp: float = 100.0
+    com_kd: float = 20.0
+    com_kp_z: float = 100.0
+    com_kd_z: float = 20.0
+    torso: float = 1.0
+    place_cd: float = 0.5
+    place_cv: float = 0.2
+    place_cd_lat: float = 0.5
+    place_cv_lat: float = 0.2
+    step_width: float = 0.0
+    place_max: float = 0.3
+    contact_height: float = 0.02
+    load_filter: float = 0.02
+    ankle_lever: float = 0.08
+    ankle_roll: float = 0.04
+    motor_kp: float = 1.0
+    motor_kd: float = 1.0
+    down: float = 0.6
+
+    def __post_init__(self):
+        if self.drive not in DRIVES:
+            raise ValueError(f"unknown balance drive {self.drive!r}; known: {', '.join(DRIVES)}")
+
+
+DRIVES = ("torque", "motors")
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a × b`` over the last axis (written out: ``np.cross`` costs ~20 µs a call, and this
+    runs every physics step)."""
+    a, b = np.broadcast_arrays(a, b)
+    out = np.empty(a.shape)
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def _kind(name: str) -> str:
+    if name.endswith(("UpperLeg", "LowerLeg")):
+        return "legs"
+    if name.endswith("Foot"):
+        return "ankles"
+    if name.endswith("Toes"):
+        return "toes"
+    if name in ("Spine", "Chest", "UpperChest"):
+        return "trunk"
+    if name in ("Neck", "Head"):
+        return "neck"
+    if name.endswith("Hand"):
+        return "hands"
+    return "arms"
+
+
+class BalanceController:
+    """Joint torques for one ``Character`` following a reference pose with balance feedback.
+
+    Args:
+        char: the simulated character (its default motors off).
+        max_torque: ``(J,)`` N·m, per-axis torque bound of each joint (``[0]`` unused).
+        settings: ``BalanceSettings``.
+        gravity: m/s².
+    """
+
+    def __init__(self, char: Character, max_torque: np.ndarray,
+                 settings: BalanceSettings = BalanceSettings(), gravity: float = 9.81):
+        from .track import sole_points   # track imports this module
+        self.char, self.s = char, settings
+        body = char.body_template
+        sk = body.skeleton
+        self.sk = sk
+        J = self.J = len(sk)
+        self.par = np.asarray(sk.parents)
+        self.m = np.asarray(body.mass, float)
+        self.M = float(self.m.sum())
+        self.g = float(gravity)
+        self.com_local = char.com_local
+        sub = np.zeros((J, J), bool)
+        for k in range(J):
+            a = k
+            while a >= 0:
+                sub[a, k] = True
+                a = self.par[a]
+        self.sub = sub
+        self.msub = sub.astype(float) @ self.m
+        kp, kd = dict(settings.kp), dict(settings.kd)
+        kinds = [_kind(n) for n in sk.names]
+        self.kp = np.array([kp[k] for k in kinds])
+        self.kd = np.array([kd[k] for k in kinds])
+        self.max_torque = np.asarray(max_torque, float)
+        # legs: (hip, knee, ankle) per side
+        self.chains = []
+        for side in foot_joints(body):
+            ankle = [j for j in side if sk.names[j].endswith("Foot")][0]
+            knee = int(self.par[ankle])
+            self.chains.append((int(self.par[knee]), knee, ankle))
+        self.hips = [c[0] for c in self.chains]
+        self.spine = [j for j in range(1, J) if self.par[j] == 0 and j not in self.hips]
+        x, _ = forward_kinematics_frame(sk, quat.identity((J,)), sk.offsets[0])
+        self.leg_len = float(np.linalg.norm(x[self.chains[0][0]] - x[self.chains[0][2]]))
+        self.soles = sole_points(body)
+        self.foot_of_sole = np.array([0 if j in foot_joints(body)[0] else 1
+                                      for j in self.soles[0]])
+        self.load = np.zeros(2)
+        self.ref = None
+        self._k = 0
+        self._ref_com = None
+
+    # --- reference ------------------------------------------------------------------------
+
+    def set_reference(self, root_pos, root_rot, lrot, ang, jvel, dt: float) -> None:
+        """The frame's target: ``root_pos (3,)``, ``root_rot (4,)`` (world), ``lrot (J, 4)``,
+        root angular velocity ``ang (3,)`` (world), joint velocities ``jvel (J, 3)`` (child
+        frames); ``dt`` s since the previous reference (0 on reset: the body at rest)."""
+        lrot = np.array(lrot, float)
+        lrot[0] = root_rot
+        x, g = forward_kinematics_frame(self.sk, lrot, root_pos)
+        c = x + quat.rotate(g, self.com_local)
+        com = self.m @ c / self.M
+        vcom = (com - self._ref_com) / dt if (self._ref_com is not None and dt > 0) \
+            else np.zeros(3)
+        if dt <= 0:
+            self.load = np.zeros(2)
+        self._ref_com = com
+        j, pts = self.soles
+        sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
+        low = np.array([sz[self.foot_of_sole == s].min() for s in (0, 1)])
+        on = low < self.s.contact_height
+        self._k = 0
+        self.ref = {"lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
+                    "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on,
+                    "x": x, "g": g}
+
+    # --- one physics step -----------------------------------------------------------------
+
+    def state(self):
+        """World joint positions ``X (J, 3)``, rotations ``R (J, 4)``, segment centres of mass
+        ``C (J, 3)``, their velocities ``V (J, 3)`` and angular velocities ``W (J, 3)``; local
+        joint rotations ``q (J, 4)`` and angular velocities ``w (J, 3)`` (child frames; ``[0]``
+        is the root's, world)."""
+        ch = self.char
+        p, b, cl = ch.p, ch.body, ch.client
+        J = self.J
+        ls = p.getLinkStates(b, ch.links, computeLinkVelocity=1, computeForwardKinematics=1,
+                             physicsClientId=cl)
+        js = p.getJointStatesMultiDof(b, ch.links, physicsClientId=cl)
+        pos, orn = p.getBasePositionAndOrientation(b, physicsClientId=cl)
+        v0, w0 = p.getBaseVelocity(b, physicsClientId=cl)
+        X = np.empty((J, 3))
+        C = np.empty((J, 3))
+        R = np.empty((J, 4))
+        V = np.empty((J, 3))
+        W = np.empty((J, 3))
+        q = np.empty((J, 4))
+        w = np.empty((J, 3))
+        X[0] = C[0] = pos
+        R[0] = q[0] = orn
+        V[0], w[0] = v0, w0
+        W[0] = w0
+        X[1:] = [s[4] for s in ls]
+        C[1:] = [s[0] for s in ls]
+        R[1:] = [s[5] for s in ls]
+        V[1:] = [s[6] for s in ls]
+        W[1:] = [s[7] for s in ls]
+        q[1:] = [s[0] for s in js]
+        w[1:] = [s[1] for s in js]
+        return X, R, C, V, W, q, w
+
+    def plan(self, dt: float):
+        """The simulated state (``state()``), the stance weights ``(2,)`` (each foot's share of
+        the measured ground load), the swing sides, and the joint targets with balance
+        feedback: rotations ``(J, 4)`` and velocities ``(J, 3)`` (child frames)."""
+        s, r = self.s, self.ref
+        X, R, C, V, W, q, w = self.state()
+        com = self.m @ C / self.M
+        vcom = self.m @ V / self.M
+        feet, load, _ = self.char.foot_loads()
+        a = min(1.0, dt / s.load_filter) if s.load_filter > 0 else 1.0
+        self.load += a * (load - self.load)
+        tot = float(self.load.sum())
+        wts = self.load / tot if tot > 0.1 * self.M * self.g else np.zeros(2)
+        wts = np.where(feet, wts, 0.0)         # a foot off the floor carries nothing now
+
+        target = np.array(r["lrot"])
+        # foot placement: the reference's swing leg, its thigh in world coordinates. No
+        # feedback once the body is down (centre of mass below ``down`` of the reference's):
+        # world-frame targets of a body on the floor whip its limbs about
+        up = com[2] > s.down * r["com"][2]
+        swing = [sd for sd in (0, 1) if not r["on"][sd] and r["on"][1 - sd]] if up else []
+        if not up:
+            wts = np.zeros(2)
+        for sd in swing:
+            hip, _, _ = self.chains[sd]
+            st_ankle = self.chains[1 - sd][2]
+            d = (com - X[st_ankle])[:2] - (r["com"] - r["x"][st_ankle])[:2]
+            v = vcom[:2] - r["vcom"][:2]
+            # heading frame of the reference: forward, left
+            fw = quat.rotate(r["root_rot"], np.array([1.0, 0.0, 0.0]))[:2]
+            fw = fw / max(float(np.hypot(*fw)), 1e-9)
+            lf = np.array([-fw[1], fw[0]])
+            out = 1.0 if sd == 0 else -1.0         # the swing foot's outward side (+left)
+            delta = fw * (s.place_cd * (d @ fw) + s.place_cv * (v @ fw)) + \
+                lf * (s.place_cd_lat * (d @ lf) + s.place_cv_lat * (v @ lf) +
+                      out * s.step_width)
+            n = float(np.hypot(*delta))
+            gt = r["g"][hip]
+            if n > 1e-9:
+                delta = delta * (min(n, s.place_max) / n)
+                n = min(n, s.place_max)
+                u = _cross(np.array([delta[0], delta[1], 0.0]) / n, _Z)
+                gt = quat.mul(quat.from_axis_angle(u, n / self.leg_len), gt)
+            target[hip] = quat.mul(quat.conj(R[0]), gt)
+
+        # torso control (SIMBICON): a stance hip's target is the
+        # rotation that puts the pelvis at its reference world orientation from where the
+        # thigh is now, so the stance hip (not an external torque) turns the pelvis upright
+        jv = np.array(r["jvel"])
+        for sd, hip in enumerate(self.hips):
+            if wts[sd] > 0 and hip not in [self.chains[x][0] for x in swing]:
+                want = quat.mul(quat.conj(r["root_rot"]), R[hip])
+                if float(want @ target[hip]) < 0:
+                    want = -want
+                target[hip] = quat.slerp(target[hip], want, wts[sd] * s.torso)
+                wv = quat.inv_rotate(R[hip], W[hip] - r["ang"])
+                jv[hip] = (1 - wts[sd] * s.torso) * jv[hip] + wts[sd] * s.torso * wv
+        # each target in the current rotation's hemisphere (a motor may take the long way)
+        flip = np.sum(target * q, axis=-1) < 0
+        target[flip] *= -1.0
+        st = (X, R, C, V, W, q, w, com, vcom)
+        return st, wts, swing, target, jv
+
+    def torques(self, dt: float) -> np.ndarray:
+        """``(J, 3)`` N·m, each joint's torque in its child frame for the next step of ``dt``
+        s (``[0]`` is zero); also sets ``self.info``."""
+        s, r, J = self.s, self.ref, self.J
+        (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv = self.plan(dt)
+        gz = np.array([0.0, 0.0, self.g])
+        # 1. PD (child frames)
+        e = quat.to_scaled_axis(quat.abs_w(quat.mul(quat.conj(q[1:]), target[1:])))
+        kp, kd = self.kp[1:, None], self.kd[1:, None]
+        pd = kp * e + kd * (jv[1:] - w[1:])
+
+        # 2. gravity compensation: the weight below each joint, or above it for a stance leg
+        mc = self.m[:, None] * C
+        S = self.sub.astype(float) @ mc
+        Stot = mc.sum(axis=0)
+        extra = _cross(S - self.msub[:, None] * X, gz) * s.gravity_comp
+        # 3. virtual force on the centre of mass, through the stance leg(s)
+        F = self.M * np.array([
+            s.com_kp * (r["com"][0] - com[0]) + s.com_kd * (r["vcom"][0] - vcom[0]),
+            s.com_kp * (r["com"][1] - com[1]) + s.com_kd * (r["vcom"][1] - vcom[1]),
+            s.com_kp_z * (r["com"][2] - com[2]) + s.com_kd_z * (r["vcom"][2] - vcom[2])])
+        # a horizontal force at the centre of mass needs a centre of pressure that far from
+        # the ankle: bounded by what the feet can hold (the rest is foot placement's job)
+        h = max(float(com[2] - min(X[c[2], 2] for c in self.chains)), 0.1)
+        fh = float(np.hypot(F[0], F[1]))
+        fmax = self.M * self.g * s.ankle_lever / h
+        if fh > fmax:
+            F[:2] *= fmax / fh
+        for sd, chain in enumerate(self.chains):
+            j = list(chain)
+            above = -_cross((Stot - S[j]) - (self.M - self.msub[j, None]) * X[j], gz) \
+                * s.gravity_comp - _cross(com - X[j], F)
+            extra[j] = (1 - wts[sd]) * extra[j] + wts[sd] * above
+        extra_l = quat.inv_rotate(R[1:], extra[1:])
+
+        # stable PD with the full mass matrix: the accelerations of all torques, predicted
+        # without the ground, damp the PD as if its gains acted at the end of the step
+        Mm, fg = self.mass_matrix(X, R, C)
+        kdv = np.zeros(6 + 3 * (J - 1))
+        kdv[6:] = np.repeat(self.kd[1:], 3)
+        rhs = fg.copy()
+        rhs[6:] += (pd + extra_l).ravel()
+        acc = np.linalg.solve(Mm + np.diag(kdv * dt), rhs)
+        tau = pd + extra_l - kd * dt * acc[6:].reshape(J - 1, 3)
+
+        # a stance ankle's torque is bounded by its foot (x forward: roll across the sole;
+        # y sideways: pitch heel to toe), every joint by its limit
+        for sd, chain in enumerate(self.chains):
+            a = chain[2]
+            if wts[sd] > 0:
+                load = wts[sd] * self.M * self.g
+                free = (1 - wts[sd]) * self.max_torque[a]
+                for ax, lever in ((0, s.ankle_roll), (1, s.ankle_lever)):
+                    lim = load * lever + free
+                    tau[a - 1, ax] = np.clip(tau[a - 1, ax], -lim, lim)
+        out = np.zeros((J, 3))
+        lim = self.max_torque[1:, None]
+        out[1:] = np.clip(tau, -lim, lim)
+        self.info = {"stance_weights": wts, "com": com, "virtual_force": F, "swing": swing}
+        return out
+
+    def mass_matrix(self, X, R, C):
+        """The joint-space mass matrix ``(n, n)``, ``n = 6 + 3 (J - 1)``, and the generalised
+        gravity force ``(n,)``, for velocities ``(root linear (world), root angular (world),
+        each joint's angular velocity in its child frame)``; from the body's own masses and
+        inertias (PyBullet's ``calculateMassMatrix`` ignores ``changeDynamics`` inertias).
+        ``X``, ``C (J, 3)``: world joint positions and segment centres of mass; ``R (J, 4)``:
+        world segment rotations."""
+        J = self.J
+        n = 6 + 3 * (J - 1)
+        Rm = quat.to_matrix(R)                                   # (J, 3, 3)
+        D = C[:, None, :] - X[None, :, :]                        # (body, joint, 3)
+        sk = np.zeros(D.shape + (3,))
+        sk[..., 0, 1], sk[..., 0, 2] = -D[..., 2], D[..., 1]
+        sk[..., 1, 0], sk[..., 1, 2] = D[..., 2], -D[..., 0]
+        sk[..., 2, 0], sk[..., 2, 1] = -D[..., 1], D[..., 0]
+        anc = self.sub.T[:, :, None, None]                        # (body, joint, 1, 1)
+        Rj = np.concatenate([np.broadcast_to(np.eye(3), (1, 3, 3)), Rm[1:]])
+        Jw = np.where(anc, Rj[None], 0.0)                         # (body, joint, 3, 3)
+        Jv = np.where(anc, -sk @ Rj[None], 0.0)
+        Jw = Jw.transpose(0, 2, 1, 3).reshape(J, 3, 3 * J)
+        Jv = Jv.transpose(0, 2, 1, 3).reshape(J, 3, 3 * J)
+        Jv = np.concatenate([np.broadcast_to(np.eye(3), (J, 3, 3)), Jv], axis=2)
+        Jw = np.concatenate([np.zeros((J, 3, 3)), Jw], axis=2)
+        Iw = Rm @ (self.char.inertia[:, :, None] * Rm.transpose(0, 2, 1))
+        n3 = Jv.shape[2]
+        A = (np.sqrt(self.m)[:, None, None] * Jv).reshape(3 * J, n3)
+        B = (Iw @ Jw).reshape(3 * J, n3)
+        M = A.T @ A + Jw.reshape(3 * J, n3).T @ B
+        fg = -self.g * np.einsum("k,ki->i", self.m, Jv[:, 2, :])
+        return M[:n, :n], fg[:n]
+
+    def apply(self, dt: float) -> None:
+        """Drive the joints for the next ``stepSimulation`` of ``dt`` s: torques every step,
+        or the motors' targets once per reference frame."""
+        ch = self.char
+        if self.s.drive == "motors":
+            self._k += 1
+            if self._k > 1:
+                return            # the motors keep the frame's targets
+            (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv = self.plan(dt)
+            forces = np.repeat(self.max_torque[1:, None], 3, axis=1)
+            for sd, chain in enumerate(self.chains):
+                a = chain[2]
+                forces[a - 1] = wts[sd] * self.M * self.g * self.s.ankle_lever + \
+                    (1 - wts[sd]) * self.max_torque[a]
+            ch.p.setJointMotorControlMultiDofArray(
+                ch.body, ch.links, ch.p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
+                targetVelocities=jv[1:].tolist(), positionGains=[self.s.motor_kp] * (self.J - 1),
+                velocityGains=[self.s.motor_kd] * (self.J - 1), forces=forces.tolist(),
+                physicsClientId=ch.client)
+            self.info = {"stance_weights": wts, "com": com, "virtual_force": np.zeros(3),
+                         "swing": swing}
+            return
+        tau = self.torques(dt)
+        ch.p.setJointMotorControlMultiDofArray(ch.body, ch.links, ch.p.TORQUE_CONTROL,
+                                              forces=tau[1:].tolist(), physicsClientId=ch.client)
