@@ -71,7 +71,7 @@ from ..spring import character_predict, facing_predict
 
 __all__ = [
     "FORWARD", "Joystick", "PathFollower", "HeadTrajectory", "predict_trajectory",
-    "clamp_root", "clamp_root_rotation", "facing_from_yaw", "yaw_of", "load_input",
+    "clamp_root", "adjust_root_rotation", "clamp_root_rotation", "facing_from_yaw", "yaw_of", "load_input",
     "FEATURE_TIMES",
 ]
 
@@ -557,6 +557,24 @@ def clamp_root(sim_pos, char_pos, max_distance=0.1, char_vel=None, dt=0.0, ratio
     alpha = float(max_distance)
     scale = np.where(dist > alpha, alpha / np.maximum(dist, 1e-300), 1.0)
     return sim + diff * scale
+
+
+def adjust_root_rotation(sim_rot, char_rot, halflife, dt, max_step=np.inf):
+    """The facing twin of ``clamp_root`` step 1: ``char_rot (..., 4)`` turned toward ``sim_rot``
+    by the part of their difference that a decay of ``halflife`` s removes in ``dt`` s, but by
+    at most ``max_step`` rad (``(...)`` or scalar) this frame (Holden's and MMVR's
+    "adjustment", ``damp_adjustment_exact``). Without it the character turns only where its
+    database turns; a database without the matching turn would leave it behind until the
+    ``clamp_root_rotation`` limit."""
+    if float(halflife) <= 0 or float(dt) < 0 or np.any(np.asarray(max_step) < 0):
+        raise ShapeError("adjust_root_rotation: halflife must be > 0, dt and max_step >= 0")
+    char = quat.normalize(char_rot)
+    diff = quat.to_scaled_axis(quat.mul(quat.normalize(sim_rot), quat.conj(char)))  # world
+    step = diff * (1.0 - math.exp(-math.log(2.0) * float(dt) / float(halflife)))
+    n = np.linalg.norm(step, axis=-1, keepdims=True)
+    lim = np.asarray(max_step, dtype=float)[..., None]
+    step = step * np.where(n > lim, lim / np.maximum(n, 1e-300), 1.0)
+    return quat.normalize(quat.mul(quat.from_scaled_axis(step), char))
 
 
 def clamp_root_rotation(sim_rot, char_rot, max_angle):
