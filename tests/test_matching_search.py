@@ -147,6 +147,15 @@ def test_single_query_matches_batch(db, backend):
         assert isinstance(i, int) and isinstance(c, float)
     i, c = brute_force(X, Q[0], valid)
     assert isinstance(i, int) and i == index.search(Q[0])[0]
+    # read-only and unaligned queries (numba's fast entry point is compiled for neither)
+    ro = Q[1].copy()
+    ro.setflags(write=False)
+    buf = np.empty(Q.shape[1] * 8 + 1, np.uint8)
+    odd = np.frombuffer(buf.data, np.float64, Q.shape[1], offset=1)
+    assert not odd.flags.aligned
+    odd[:] = Q[1]
+    i_bf, c_bf = brute_force(X, Q[1], valid)
+    assert index.search(ro) == index.search(odd) == index.search(Q[1]) == (i_bf, c_bf)
     # the controller's call: one query, its current frame excluded, warm-started with the cost
     # of carrying on (float32 query rows, as numpy would hand them over, must work too)
     for k in range(len(rows)):
@@ -293,8 +302,9 @@ def test_backend_selection_and_fallback(monkeypatch):
     assert SearchIndex(X, ok, [0], [300]).backend == "numba"          # auto picks numba
     assert SearchIndex(X, ok, [0], [300], backend="numpy").backend == "numpy"
     # compiled at construction (warm-up): the first query runs no compilation
-    one, many = search_mod._NB_STATE["kernels"]
+    one, many, entry = search_mod._NB_STATE["kernels"]
     assert one.signatures and many.signatures
+    assert entry is not None        # the single query skips the dispatcher (numba >= 0.68)
     with pytest.raises(UnknownNameError, match="unknown backend 'gpu'"):
         SearchIndex(X, ok, [0], [300], backend="gpu")
     # numba missing: auto falls back to numpy (same answers), an explicit request says why
