@@ -398,7 +398,8 @@ def _kd_order(c: np.ndarray, branch: int) -> np.ndarray:
 # 100k synthetic frames (the bound tightens too late: the first boxes of the scan are arbitrary).
 # Here a query walks the tree depth first, children nearest box first, and skips every box whose
 # squared distance (sum over features of max(lo - q, 0, q - hi)**2) already exceeds the best cost
-# so far; the frames of a live leaf are pruned by a quick sum, then costed exactly. The valid/tag masks are the tree's subset; the exclusion window is a per-frame test;
+# so far; the frames of a live leaf are pruned by a quick sum, then costed exactly. The valid/tag
+# masks are the tree's subset; the exclusion window is a per-frame test;
 # `best_cost` (the controller's cost of carrying on) is the initial bound, strict.
 #
 # Exactness: a frame's decisive cost is numpy's pairwise sum (`_nb_cost` reproduces `np.add.reduce`

@@ -71,7 +71,8 @@ from ..spring import character_predict, facing_predict
 
 __all__ = [
     "FORWARD", "Joystick", "PathFollower", "HeadTrajectory", "predict_trajectory",
-    "clamp_root", "adjust_root_rotation", "clamp_root_rotation", "facing_from_yaw", "yaw_of", "load_input",
+    "clamp_root", "adjust_root_rotation", "clamp_root_rotation", "facing_from_yaw", "yaw_of",
+    "load_input",
     "FEATURE_TIMES",
 ]
 
