@@ -14,7 +14,9 @@ Per frame (after Holden's reference controller and the thesis, Sec. 3.3):
    difference becomes an inertialization offset that decays with ``blend_halflife``;
 4. the matched frame advances by one; the output pose is that frame plus the decaying offsets;
 5. the character's root moves by the animation's own root velocity, then is pulled toward the
-   simulation object (in proportion to its speed) and clamped within ``clamp_distance``.
+   simulation object (in proportion to its speed) and clamped within ``clamp_distance``; its
+   facing is turned toward the simulation's (``turn_halflife``, at most as fast as the
+   animation's own turning and speed allow) and clamped within ``clamp_angle``.
 """
 from __future__ import annotations
 
