@@ -254,6 +254,12 @@ def test_adjust_root_rotation(rng):
     b = quat.normalize(rng.normal(size=(100, 4)))
     out = tr.adjust_root_rotation(a, b, 0.05, 0.1)
     assert np.all(quat.angle(out, a) < quat.angle(b, a) + 1e-12)
+    # one character (the controller's per-frame call, on Python floats) = the batched path
+    lim = rng.uniform(0, 0.5, size=100)
+    many = tr.adjust_root_rotation(a, b, 0.3, 0.05, lim)
+    one = np.array([tr.adjust_root_rotation(a[k], b[k], 0.3, 0.05, lim[k]) for k in range(100)])
+    assert np.allclose(quat.abs_w(one), quat.abs_w(many), atol=1e-12)
+    assert np.allclose(tr.adjust_root_rotation(a[0], a[0] * 2, 0.3, 0.05), a[0])  # no difference
     with pytest.raises(ShapeError):
         tr.adjust_root_rotation(a, b, 0.0, dt)
     with pytest.raises(ShapeError):
