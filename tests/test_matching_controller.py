@@ -50,6 +50,25 @@ def test_joystick_walk_goes_where_asked(small_db):
     assert face < 15.0
 
 
+def test_turn_adjustment_lets_a_straight_walk_database_follow_a_circle(data_dir):
+    # one straight walk (and its mirror): the database has no curved walk, so the root turns
+    # only by the facing adjustment (without it: only by the 45-degree clamp)
+    f = data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
+    db = build_database([read_bvh(f)], names=[f.stem], fps=60, mirror=True)
+    feats = compute_features(db)
+    ang = np.linspace(0, 2 * np.pi, 64, endpoint=False)
+    circle = PathFollower(np.c_[3 * np.sin(ang), 3 - 3 * np.cos(ang)], speed=1.0, closed=True)
+    face = {}
+    for halflife in (0.0, 0.2):
+        ctrl = Controller(db, feats, circle, ControllerSettings(turn_halflife=halflife))
+        _, rec = run_controller(ctrl, 8.0)
+        face[halflife], _ = metrics.facing_error_deg(np.array(rec.root_rot),
+                                                     np.array(rec.desired_rot), 60)
+        d = np.array([circle.path_distance(p) for p in np.array(rec.root_pos)[60:]])
+        assert d.mean() <= 0.25
+    assert face[0.2] <= 15.0 < face[0.0]
+
+
 def test_root_stays_within_alpha_of_the_simulation(small_db):
     db, feats = small_db
     path = PathFollower(np.array([[0.0, 0.0], [4.0, 0.0], [4.0, 4.0]]), speed=1.1)

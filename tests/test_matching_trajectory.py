@@ -229,6 +229,43 @@ def test_clamp_root_rotation(rng):
     assert np.allclose(out[near], b[near])
 
 
+def test_adjust_root_rotation(rng):
+    sim = tr.facing_from_yaw(np.zeros(4))
+    char = tr.facing_from_yaw(np.radians([40.0, -40.0, 170.0, 0.0]))
+    dt, h = 1 / 60, 0.2
+    out = tr.adjust_root_rotation(sim, char, h, dt)
+    # the decay's share of the difference: 40 deg * (1 - 2^(-dt/h)), toward the simulation
+    share = 1 - 2 ** (-dt / h)
+    assert np.allclose(np.degrees(tr.yaw_of(out)), [40 - 40 * share, -40 + 40 * share,
+                                                     170 - 170 * share, 0.0])
+    # halving the difference takes one halflife, frame by frame
+    q = char
+    for _ in range(12):
+        q = tr.adjust_root_rotation(sim, q, h, dt)
+    assert np.allclose(np.degrees(tr.yaw_of(q[:2])), [20.0, -20.0])
+    # the per-frame limit: at most max_step rad, per character
+    lim = np.array([0.01, 0.0, 1.0, 0.01])
+    out = tr.adjust_root_rotation(sim, char, h, dt, lim)
+    turned = quat.angle(out, char)
+    assert np.all(turned <= lim + 1e-12) and np.isclose(turned[0], 0.01)
+    assert np.allclose(out[1], char[1])
+    # any rotation: never past the simulation's facing, always closer to it
+    a = quat.normalize(rng.normal(size=(100, 4)))
+    b = quat.normalize(rng.normal(size=(100, 4)))
+    out = tr.adjust_root_rotation(a, b, 0.05, 0.1)
+    assert np.all(quat.angle(out, a) < quat.angle(b, a) + 1e-12)
+    # one character (the controller's per-frame call, on Python floats) = the batched path
+    lim = rng.uniform(0, 0.5, size=100)
+    many = tr.adjust_root_rotation(a, b, 0.3, 0.05, lim)
+    one = np.array([tr.adjust_root_rotation(a[k], b[k], 0.3, 0.05, lim[k]) for k in range(100)])
+    assert np.allclose(quat.abs_w(one), quat.abs_w(many), atol=1e-12)
+    assert np.allclose(tr.adjust_root_rotation(a[0], a[0] * 2, 0.3, 0.05), a[0])  # no difference
+    with pytest.raises(ShapeError):
+        tr.adjust_root_rotation(a, b, 0.0, dt)
+    with pytest.raises(ShapeError):
+        tr.adjust_root_rotation(a, b, h, dt, -1.0)
+
+
 # --- input scene files ------------------------------------------------------------------------
 
 JOY = """

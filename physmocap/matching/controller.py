@@ -14,7 +14,9 @@ Per frame (after Holden's reference controller and the thesis, Sec. 3.3):
    difference becomes an inertialization offset that decays with ``blend_halflife``;
 4. the matched frame advances by one; the output pose is that frame plus the decaying offsets;
 5. the character's root moves by the animation's own root velocity, then is pulled toward the
-   simulation object (in proportion to its speed) and clamped within ``clamp_distance``.
+   simulation object (in proportion to its speed) and clamped within ``clamp_distance``; its
+   facing is turned toward the simulation's (``turn_halflife``, at most as fast as the
+   animation's own turning and speed allow) and clamped within ``clamp_angle``.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from .database import PoseDatabase
 from .features import FeatureDatabase, valid_mask
 from .inertialize import InertializeState, inertialize_pose, transition_pose
 from .search import SearchIndex
-from .trajectory import clamp_root, clamp_root_rotation, predict_trajectory
+from .trajectory import adjust_root_rotation, clamp_root, clamp_root_rotation, predict_trajectory
 
 __all__ = ["ControllerSettings", "Controller", "ControllerRecord", "run_controller",
            "output_skeleton"]
@@ -53,6 +55,15 @@ class ControllerSettings:
         sim_halflife, sim_rot_halflife: s, the simulation object's velocity and facing springs.
         clamp_distance: m (alpha), the character root never strays further from the simulation.
         clamp_angle: rad, nor turns further from its facing.
+        turn_halflife: s, the root's facing is turned toward the simulation's by the part of
+            their difference that decays in this halflife each frame (Holden's and MMVR's
+            rotation adjustment; ``0`` = only the clamp), at most by the rates below.
+        turn_ratio: the turn correction may reach this fraction of the animation's own
+            angular speed (Holden's "adjustment by velocity"), ...
+        turn_radius: m, ... plus the animation's speed divided by this radius: a walking
+            character may be bent onto a curve no tighter than this, while a standing one is
+            never spun on its feet. It is what lets a database without curved walks follow a
+            curving input (``inf``: no such allowance).
         sync_ratio: fraction of the character's speed by which the root is pulled toward the
             simulation each second (0 = only the clamp).
         exclude_radius: frames around the current one the search skips (no jumping in place).
@@ -66,6 +77,9 @@ class ControllerSettings:
     sim_rot_halflife: float = 0.27
     clamp_distance: float = 0.1
     clamp_angle: float = np.radians(45.0)
+    turn_halflife: float = 0.2
+    turn_ratio: float = 0.5
+    turn_radius: float = 1.0
     sync_ratio: float = 0.5
     exclude_radius: int = 20
     tag: str | None = None
@@ -216,6 +230,12 @@ class Controller:
         self.root_pos = clamp_root(self.sim_pos, self.root_pos, s.clamp_distance,
                                    char_vel=quat.rotate(self.root_rot, v_local) / dt, dt=dt,
                                    ratio=s.sync_ratio)
+        if s.turn_halflife > 0:
+            speed = float(np.linalg.norm(v_local)) / dt
+            max_turn = dt * (s.turn_ratio * float(np.linalg.norm(db.lang[self.frame, 0]))
+                             + speed / s.turn_radius)
+            self.root_rot = adjust_root_rotation(self.sim_rot, self.root_rot, s.turn_halflife,
+                                                 dt, max_turn)
         self.root_rot = clamp_root_rotation(self.sim_rot, self.root_rot, s.clamp_angle)
 
         rec = self.record

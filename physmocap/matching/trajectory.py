@@ -71,7 +71,8 @@ from ..spring import character_predict, facing_predict
 
 __all__ = [
     "FORWARD", "Joystick", "PathFollower", "HeadTrajectory", "predict_trajectory",
-    "clamp_root", "clamp_root_rotation", "facing_from_yaw", "yaw_of", "load_input",
+    "clamp_root", "adjust_root_rotation", "clamp_root_rotation", "facing_from_yaw", "yaw_of",
+    "load_input",
     "FEATURE_TIMES",
 ]
 
@@ -557,6 +558,52 @@ def clamp_root(sim_pos, char_pos, max_distance=0.1, char_vel=None, dt=0.0, ratio
     alpha = float(max_distance)
     scale = np.where(dist > alpha, alpha / np.maximum(dist, 1e-300), 1.0)
     return sim + diff * scale
+
+
+def adjust_root_rotation(sim_rot, char_rot, halflife, dt, max_step=np.inf):
+    """The facing twin of ``clamp_root`` step 1: ``char_rot (..., 4)`` turned toward ``sim_rot``
+    by the part of their difference that a decay of ``halflife`` s removes in ``dt`` s, but by
+    at most ``max_step`` rad (``(...)`` or scalar) this frame (Holden's and MMVR's
+    "adjustment", ``damp_adjustment_exact``). Without it the character turns only where its
+    database turns; a database without the matching turn would leave it behind until the
+    ``clamp_root_rotation`` limit."""
+    one = isinstance(max_step, (float, int)) and np.shape(sim_rot) == np.shape(char_rot) == (4,)
+    if (float(halflife) <= 0 or float(dt) < 0
+            or (max_step < 0 if one else np.any(np.asarray(max_step) < 0))):
+        raise ShapeError("adjust_root_rotation: halflife must be > 0, dt and max_step >= 0")
+    factor = 1.0 - math.exp(-math.log(2.0) * float(dt) / float(halflife))
+    if one:
+        return _adjust_one(sim_rot, char_rot, factor, float(max_step))
+    char = quat.normalize(char_rot)
+    diff = quat.to_scaled_axis(quat.mul(quat.normalize(sim_rot), quat.conj(char)))  # world
+    step = diff * factor
+    n = np.linalg.norm(step, axis=-1, keepdims=True)
+    lim = np.asarray(max_step, dtype=float)[..., None]
+    step = step * np.where(n > lim, lim / np.maximum(n, 1e-300), 1.0)
+    return quat.normalize(quat.mul(quat.from_scaled_axis(step), char))
+
+
+def _adjust_one(sim_rot, char_rot, factor: float, max_step: float) -> np.ndarray:
+    """``adjust_root_rotation`` of one character on Python floats: the controller calls it every
+    frame, where numpy's per-call overhead on (4,) arrays is ~20x the arithmetic."""
+    def unit(q):
+        a, b, c, d = q.tolist() if isinstance(q, np.ndarray) else (float(v) for v in q)
+        n = max(math.sqrt(a * a + b * b + c * c + d * d), 1e-12)
+        return (a / n, b / n, c / n, d / n)
+    char = unit(char_rot)
+    x, y, z, w = quat.mul_t(unit(sim_rot), quat.conj_t(char))
+    if w < 0:                                          # shortest arc
+        x, y, z, w = -x, -y, -z, -w
+    s = math.sqrt(x * x + y * y + z * z)
+    angle = 2.0 * math.atan2(s, w)
+    step = factor * angle
+    if step > max_step:
+        step = max_step
+    if s < 1e-12 or step <= 0.0:
+        return np.array(char)
+    h = 0.5 * step
+    k = math.sin(h) / s
+    return np.array(unit(quat.mul_t((x * k, y * k, z * k, math.cos(h)), char)))
 
 
 def clamp_root_rotation(sim_rot, char_rot, max_angle):
