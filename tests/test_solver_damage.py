@@ -151,3 +151,14 @@ def test_frame_rate_check_without_strides_judges_speed_only():
     assert not fast["plausible"] and "too high" in fast["action"]
     assert frame_rate_check(hips[:2], still, 120.0)["plausible"]     # too short to judge
     assert STRIDE_HZ[0] < 0.5 and STRIDE_HZ[1] > 2.5
+
+
+def test_frame_rate_check_ignores_feet_that_do_not_alternate(rng):
+    """A badly damaged solve's jittering feet swing at random: no stride rate, no flag."""
+    hips, feet = _walk(6.0, 120.0)
+    jitter = {k: v + np.repeat(rng.normal(scale=0.1, size=(len(v) // 6, 3)), 6, axis=0)[:len(v)]
+              for k, v in feet.items()}
+    c = frame_rate_check(hips, jitter, 120.0)
+    assert c["stride_hz"] is None and c["plausible"]
+    same = {"Left": feet["Left"], "Right": feet["Left"] + [0.0, 0.2, 0.0]}   # hopping
+    assert frame_rate_check(hips, same, 120.0)["stride_hz"] is None
