@@ -27,6 +27,7 @@ import numpy as np
 from . import quat
 from .errors import PhysmocapError
 from .markers import MarkerSet
+from .motion import Motion
 from .skeleton import Skeleton
 
 __all__ = ["Subject", "calibrate", "estimate_scale", "choose_frames", "fit_shape",
@@ -264,6 +265,10 @@ def _mirror_pairs(names) -> list[tuple[int, int]]:
             if n.startswith("Left") and "Right" + n[4:] in idx]
 
 
+#: Stretches of a long take whose continuous pose solves start the calibration.
+POSE_WINDOWS = 5
+
+
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
               n_frames: int = 60, iterations: int = 4, pull: float = 0.05,
               outlier_floor: float = 0.02, kinematic_options: dict | None = None,
@@ -282,7 +287,8 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
             bend the subject.
         kinematic_options: extra keywords for ``solve_kinematic`` (e.g. a rotation prior).
         max_pose_frames: the first pose solve runs over at most this many frames (a stride of
-            the take), so long takes calibrate in bounded time.
+            the take at most 0.05 s apart, or ``POSE_WINDOWS`` continuous stretches of a long
+            one), so long takes calibrate in bounded time.
     """
     from .solver.kinematic import solve_kinematic
 
@@ -296,12 +302,26 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
     # First poses: a continuous solve over (a stride of) the take, so every chosen frame starts
     # from a neighbour's pose. Solving the scattered frames alone warm-starts each from a frame
     # seconds away, which lands arms in wrong minima and spoils the shape fit.
-    stride = max(1, -(-len(pos) // max_pose_frames))
-    strided = np.arange(0, len(pos), stride)
+    # The stride stays short (0.05 s): a long take (minutes) is solved in POSE_WINDOWS stretches
+    # spread over it instead, each continuous, so that no frame starts seconds from its start.
+    F = len(pos)
+    step = max(1, int(round(0.05 * fps)))
+    stride = max(1, -(-F // max_pose_frames))
+    if stride <= step:
+        windows = [np.arange(0, F, stride)]
+    else:
+        stride = step
+        n = max(1, max_pose_frames // POSE_WINDOWS)           # solved frames per stretch
+        starts = np.linspace(0, F - n * stride, POSE_WINDOWS).round().astype(int)
+        windows = [np.arange(a, a + n * stride, stride) for a in starts]
+    strided = np.concatenate(windows)
     frames = strided[choose_frames(pos[strided], n_frames)]
-    first = solve_kinematic(sk, ms, pos[strided], fps=fps / stride, iterations=40,
-                            max_marker_pull=pull, **kinematic_options)
-    init = first.motion[np.searchsorted(strided, frames)]
+    first = [solve_kinematic(sk, ms, pos[w], fps=fps / stride, iterations=40,
+                             max_marker_pull=pull, **kinematic_options).motion for w in windows]
+    lrot = np.concatenate([m.lrot for m in first])
+    root = np.concatenate([m.root_pos for m in first])
+    at = np.searchsorted(strided, frames)
+    init = Motion(sk, fps, root[at], lrot[at])
     sub = pos[frames]
     rms = float("nan")
     use = sub

@@ -63,6 +63,23 @@ def test_calibration_recovers_bone_lengths():
     assert out.rms_m < 0.004
 
 
+def test_long_take_calibrates_on_continuous_stretches():
+    """A take whose pose-solve stride would pass 0.05 s is solved in continuous stretches
+    instead (a stride of seconds lands poses in wrong minima: a one-hour take calibrated to
+    8.0 mm RMS instead of 4.7). Forced here with a small ``max_pose_frames``."""
+    from physmocap import calibrate as cal
+    tpl, ms_t, subj, ms, pos = subject_and_capture(amplitude=0.6)
+    whole = calibrate(pos, 120.0, tpl, ms_t, n_frames=60)
+    # 200 frames in at most 25: a stride of 8 frames, over 0.05 s (6) at 120 Hz
+    stretched = calibrate(pos, 120.0, tpl, ms_t, n_frames=60, max_pose_frames=25)
+    # 5 stretches of 5 solved frames 6 apart, spread over the take
+    f = stretched.frames
+    assert len(f) == cal.POSE_WINDOWS * 5 and np.all(np.diff(f) > 0)
+    assert f.min() == 0 and f.max() == len(pos) - 6
+    assert set(np.diff(f)) - {6} and np.sum(np.diff(f) == 6) == cal.POSE_WINDOWS * 4
+    assert stretched.rms_m < whole.rms_m + 0.001
+
+
 def test_calibration_ignores_a_swapped_label():
     tpl, ms_t, subj, ms, pos = subject_and_capture(seed=1)
     clean = calibrate(pos, 120.0, tpl, ms_t, n_frames=60)
