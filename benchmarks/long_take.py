@@ -71,6 +71,8 @@ def child(minutes: float) -> None:
     print(json.dumps({"minutes": minutes, "frames": F, "seconds": dt, "fps": F / dt,
                       "peak_mb": peak, "before_mb": rss_before,
                       "input_mb": cap.pos.nbytes / 2**20, "result_mb": result / 2**20,
+                      "marker_rms_mm": res.report["marker_rms_mm"],
+                      "substeps": res.report["substeps_median"],
                       "timings": res.report["seconds"]}))
 
 
@@ -98,7 +100,8 @@ def via_cli(minutes: float, workdir: Path) -> dict:
     return {"minutes": minutes, "frames": frames, "read_frames": r["frames"], "seconds": dt,
             "fps": frames / dt, "peak_mb": usage.ru_maxrss / 1024, "input_mb": in_mb,
             "c3d_mb": c3d.stat().st_size / 2**20, "bvh_mb": bvh.stat().st_size / 2**20,
-            "marker_rms_mm": r["marker_rms_mm"], "timings": r["seconds"]}
+            "marker_rms_mm": r["marker_rms_mm"], "substeps": r["substeps_median"],
+            "timings": r["seconds"]}
 
 
 def main() -> None:
@@ -121,6 +124,7 @@ def main() -> None:
                 print(f"{m:7g} {r['frames']:8d} {r['read_frames']:8d} {r['fps']:9.0f} "
                       f"{r['peak_mb']:8.0f} {r['input_mb']:8.1f} {r['c3d_mb']:7.1f} "
                       f"{r['bvh_mb']:7.1f} {r['marker_rms_mm']:6.2f}  "
+                      f"{r['substeps']:g} sub-steps  "
                       + " ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()), flush=True)
         return
     rows = []
@@ -138,6 +142,8 @@ def main() -> None:
         r["excess_mb"] = r["peak_mb"] - r["before_mb"] - r["result_mb"]
         print(f"{m:7g} {r['frames']:8d} {r['fps']:9.0f} {r['peak_mb']:8.0f} {r['before_mb']:7.0f} "
               f"{r['input_mb']:8.1f} {r['result_mb']:9.1f} {r['excess_mb']:9.1f}  "
+              f"RMS {r.get('marker_rms_mm', float('nan')):.2f} mm, {r.get('substeps', 0):g} "
+              f"sub-steps  "
               + " ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()), flush=True)
     if len(rows) >= 2:
         f = np.array([r["frames"] for r in rows], float)
