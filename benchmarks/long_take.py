@@ -79,13 +79,11 @@ def child(minutes: float) -> None:
 def via_cli(minutes: float, workdir: Path) -> dict:
     """The user's path: the tiled take written as a C3D, then ``physmocap solve`` on it (read,
     solve, BVH and JSON report written) in its own process; its peak RSS from ``wait4``."""
-    from physmocap.io.c3d import write_c3d
-
     c3d = workdir / f"take_{minutes:g}min.c3d"
-    cap = tiled_capture(minutes)
-    write_c3d(cap, c3d)
-    frames, in_mb = cap.n_frames, cap.pos.nbytes / 2**20
-    del cap
+    # The C3D is written by another process: Linux counts a child's RSS before its exec (this
+    # process's, after writing gigabytes) into the child's ru_maxrss, so this one stays small.
+    subprocess.run([sys.executable, __file__, "--write-c3d", str(minutes), str(c3d)], check=True)
+    frames, in_mb = json.loads(c3d.with_suffix(".json").read_text()).values()
     bvh, rep = workdir / "out.bvh", workdir / "out.json"
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "physmocap", "solve", str(c3d), "-o", str(bvh),
@@ -111,9 +109,18 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true",
                     help="write each take as a C3D and run `physmocap solve` on it instead")
     ap.add_argument("--child", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--write-c3d", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
         child(args.child)
+        return
+    if args.write_c3d:
+        from physmocap.io.c3d import write_c3d
+        cap = tiled_capture(float(args.write_c3d[0]))
+        path = Path(args.write_c3d[1])
+        write_c3d(cap, path)
+        path.with_suffix(".json").write_text(json.dumps(
+            {"frames": cap.n_frames, "input_mb": cap.pos.nbytes / 2**20}))
         return
     if args.cli:
         print(f"{'minutes':>7} {'frames':>8} {'read':>8} {'frames/s':>9} {'peak MB':>8} "
