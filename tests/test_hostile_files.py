@@ -72,6 +72,17 @@ def test_c3d_byte_mutations(c3d_seeds, tmp_path, monkeypatch, seed, edits, cut):
     assert isinstance(out, (MarkerTrajectories, PhysmocapError))
 
 
+def _peak_bytes(call, match: str) -> int:
+    """Peak Python allocation while ``call()`` raises a ``FileFormatError`` matching ``match``."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError, match=match):
+            call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_c3d_header_claiming_huge_data_allocates_nothing(c3d_seeds, tmp_path):
     """65535 frames x 65535 points (the header's maximum, 68 GB) in a tiny file: refused after
     reading a few kB, before any parser allocates."""
@@ -80,14 +91,7 @@ def test_c3d_header_claiming_huge_data_allocates_nothing(c3d_seeds, tmp_path):
     b[8:10] = struct.pack("<H", 65535)           # last frame
     p = tmp_path / "huge.c3d"
     p.write_bytes(bytes(b))
-    tracemalloc.start()
-    try:
-        with pytest.raises(FileFormatError, match="header declares"):
-            read_c3d(p)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 2 * 2**20
+    assert _peak_bytes(lambda: read_c3d(p), "header declares") < 2 * 2**20
 
 
 # ------------------------------------------------------------------------------------- BVH
@@ -118,14 +122,7 @@ Frame Time: 0.0333333
 @pytest.mark.parametrize("frames", ["1000000000", "99999999999999999999"])
 def test_bvh_claiming_a_billion_frames_allocates_nothing(frames):
     text = SMALL_BVH.replace("Frames: 2", f"Frames: {frames}")
-    tracemalloc.start()
-    try:
-        with pytest.raises(FileFormatError, match="truncated"):
-            loads_bvh(text)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 2 * 2**20
+    assert _peak_bytes(lambda: loads_bvh(text), "truncated") < 2 * 2**20
 
 
 @settings(max_examples=150, deadline=2000)
