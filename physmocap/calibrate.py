@@ -16,6 +16,13 @@ well-observed frames:
 3. gauge: segments whose frame can turn inside the body without moving a marker (pelvis,
    trunk, head) are turned back to the template's frame, which the alternation cannot do.
 
+On a static trial a marker set may also state Plug-in Gait's chord rule for a joint centre
+(``Centre``; the PiG set does for the knees): the rule's point, computed from the markers and the
+fitted parent joint in every calibration frame, enters the shape fit as a stiff virtual marker
+at the joint. Priors alone leave a knee centre where the template's offsets put it relative to
+KNE; the rule places it from the thigh wand as Plug-in Gait does (a right knee 15 mm out of the
+wand's plane otherwise: ``benchmarks/solve_real.py``).
+
 Limb lengths are then fixed for the whole take: that is the point of the method.
 """
 from __future__ import annotations
@@ -30,8 +37,13 @@ from .markers import MarkerSet
 from .motion import Motion
 from .skeleton import Skeleton
 
-__all__ = ["Subject", "calibrate", "estimate_scale", "choose_frames", "fit_shape",
-           "marker_anchors"]
+__all__ = ["Subject", "Centre", "calibrate", "chord_centre", "estimate_scale", "choose_frames",
+           "fit_shape", "marker_anchors"]
+
+#: Weight of a ``Centre``'s virtual marker, as a spring weight in the pose fit and per sample in
+#: the shape fit (markers: 1), where its prior also pins it to the joint (offset 0): the rule's
+#: point becomes the joint centre, against the priors that would put it elsewhere.
+CENTRE_WEIGHT = 20.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,10 +96,57 @@ def _fk(skeleton: Skeleton, lrot: np.ndarray, root: np.ndarray):
     return forward_kinematics(skeleton, lrot, root)
 
 
+@dataclass(frozen=True)
+class Centre:
+    """A chord rule bound to a calibration (``scene.CentreRule`` with indices).
+
+    Attributes:
+        joint: index of the joint placed; its parent joint is the chord's third point.
+        wand, marker: marker columns of the trial.
+        width: m, the subject's measured width, or None for ``template_width`` scaled with
+            the subject.
+        template_width: m, the width for the template body; ``radius``: m, marker radius.
+    """
+
+    joint: int
+    wand: int
+    marker: int
+    width: float | None
+    template_width: float
+    radius: float
+
+    def distance(self, scale: float) -> float:
+        """m from the marker to the joint centre, for a subject ``scale`` times the template."""
+        w = self.width if self.width is not None else self.template_width * scale
+        return 0.5 * w + self.radius
+
+
+def chord_centre(parent: np.ndarray, wand: np.ndarray, marker: np.ndarray, distance: float,
+                 near: np.ndarray) -> np.ndarray:
+    """Plug-in Gait's chord function: ``(F, 3)`` joint centres, m.
+
+    The centre lies in the plane of ``parent`` (the parent joint's centre), ``wand`` and
+    ``marker``, ``distance`` from ``marker``, with the angle parent-centre-marker a right angle
+    (it lies on the circle whose diameter is parent-marker). Of the two such points, the one
+    nearer ``near`` (the current estimate) is taken. All inputs ``(F, 3)`` m; NaN in, NaN out.
+    """
+    to_p = parent - marker
+    d = np.linalg.norm(to_p, axis=-1, keepdims=True)
+    u = to_p / d
+    n = np.cross(wand - marker, u)
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    v = np.cross(u, n)                              # in the plane, perpendicular to marker->parent
+    a = distance ** 2 / d                           # along u: Thales, |c - m| = distance
+    b = distance * np.sqrt(np.maximum(d ** 2 - distance ** 2, 0.0)) / d
+    c1, c2 = marker + a * u + b * v, marker + a * u - b * v
+    first = np.linalg.norm(c1 - near, axis=-1) <= np.linalg.norm(c2 - near, axis=-1)
+    return np.where(first[:, None], c1, c2)
+
+
 def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: np.ndarray,
               prior_bone: float = 0.5, prior_marker: float = 8.0,
-              template: tuple[Skeleton, MarkerSet] | None = None, symmetric: bool = False
-              ) -> tuple[Skeleton, MarkerSet, float]:
+              template: tuple[Skeleton, MarkerSet] | None = None, symmetric: bool = False,
+              data_weight: np.ndarray | None = None) -> tuple[Skeleton, MarkerSet, float]:
     """Linear least squares for bone and marker offsets with global rotations held fixed.
 
     Args:
@@ -105,6 +164,8 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
         symmetric: tie ``Left*``/``Right*`` bones as mirror images across the rest frame's
             x-z plane (the template's left is +y). Off by default: on the shared captures it made
             the CMU and Plug-in Gait solves worse (asymmetric subjects and marker placements).
+        data_weight: ``(M,)`` weight of each marker's observations (default 1: every sample
+            counts once, whatever its marker's spring weight).
     Returns:
         the refitted skeleton and marker set, and the RMS marker residual (m) of the fit.
     """
@@ -167,8 +228,13 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
         cl, cr = n_root + 3 * (left - 1), n_root + 3 * (right - 1)
         A[:, cl:cl + 3] += A[:, cr:cr + 3] @ mirror
         keep[cr:cr + 3] = False
+    wr = 1.0
+    if data_weight is not None:                 # weighted observation rows (unweighted after)
+        wr = np.repeat(np.sqrt(np.asarray(data_weight, float))[ms], 3)
     x = np.zeros(cols)
-    x[keep], *_ = np.linalg.lstsq(A[:, keep], y, rcond=None)
+    x[keep], *_ = np.linalg.lstsq(np.vstack([A[:rows, keep] * np.reshape(wr, (-1, 1)),
+                                             A[rows:, keep]]),
+                                  np.r_[y[:rows] * wr, y[rows:]], rcond=None)
     for left, right in pairs:
         cl, cr = n_root + 3 * (left - 1), n_root + 3 * (right - 1)
         x[cr:cr + 3] = mirror @ x[cl:cl + 3]
@@ -180,6 +246,23 @@ def fit_shape(skeleton: Skeleton, markerset: MarkerSet, grot: np.ndarray, pos: n
     new_ms = MarkerSet(markerset.names, markerset.body,
                        x[n_root + n_bone:].reshape(M, 3), markerset.weight)
     return new_sk, new_ms, rms
+
+
+def _with_centres(sk, ms, prior, pos, gpos, centres, scale):
+    """The marker set, its prior and ``pos (F, M, 3)`` with each rule's point as one more marker
+    at its joint (offset 0, weight ``CENTRE_WEIGHT``); unchanged without rules."""
+    if not centres:
+        return ms, prior, pos
+    pts = [chord_centre(gpos[:, sk.parents[c.joint]], pos[:, c.wand], pos[:, c.marker],
+                        c.distance(scale), gpos[:, c.joint]) for c in centres]
+    C = len(centres)
+    body = np.r_[ms.body, [c.joint for c in centres]].astype(int)
+    weight = np.r_[ms.weight, np.full(C, CENTRE_WEIGHT)]
+    names = ms.names + tuple(f"centre:{sk.names[c.joint]}" for c in centres)
+    zero = np.zeros((C, 3))
+    return (MarkerSet(names, body, np.vstack([ms.offset, zero]), weight),
+            (prior[0], MarkerSet(names, body, np.vstack([prior[1].offset, zero]), weight)),
+            np.concatenate([pos, np.stack(pts, 1)], 1))
 
 
 def marker_anchors(skeleton: Skeleton, markerset: MarkerSet) -> np.ndarray:
@@ -272,7 +355,7 @@ POSE_WINDOWS = 5
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
               n_frames: int = 60, iterations: int = 4, pull: float = 0.05,
               outlier_floor: float = 0.02, kinematic_options: dict | None = None,
-              max_pose_frames: int = 1500, progress=None) -> Subject:
+              max_pose_frames: int = 1500, centres=(), progress=None) -> Subject:
     """Fit limb lengths and marker offsets to a trial.
 
     Args:
@@ -289,6 +372,7 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         max_pose_frames: the first pose solve runs over at most this many frames (a stride of
             the take at most 0.05 s apart, or ``POSE_WINDOWS`` continuous stretches of a long
             one), so long takes calibrate in bounded time.
+        centres: ``Centre`` rules placing joint centres from the markers (static trials).
     """
     from .solver.kinematic import solve_kinematic
 
@@ -324,10 +408,15 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
     init = Motion(sk, fps, root[at], lrot[at])
     sub = pos[frames]
     rms = float("nan")
-    use = sub
+    M = len(ms)
     for it in range(iterations):
+        # A centre rule's point (from the markers and the last pose's parent joint) is one more
+        # marker, pinned to its joint, in both steps: the pose turns the segment toward it, the
+        # shape fit puts the joint on it. (In the shape fit alone it stalled half-way: the next
+        # pose step turned the thigh back.)
+        ems, eprior, esub = _with_centres(sk, ms, prior, sub, init.gpos, centres, scale)
         # later iterations start each frame from its previous pose (new offsets move it little)
-        res = solve_kinematic(sk, ms, sub, init=init, fps=fps, iterations=40,
+        res = solve_kinematic(sk, ems, esub, init=init, fps=fps, iterations=40,
                               max_marker_pull=pull, **kinematic_options)
         init = res.motion
         # Robust: samples far off the fit *for that marker* (a swapped label, a ghost) do not
@@ -336,8 +425,10 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         # its offset refitted.
         r = res.residual
         cut = np.maximum(outlier_floor, 4.0 * np.nanmedian(r, axis=0))      # (M,)
-        use = np.where((np.nan_to_num(r, nan=np.inf) > cut)[..., None], np.nan, sub)
-        sk, ms, rms = fit_shape(sk, ms, res.motion.grot, use, template=prior)
+        use = np.where((np.nan_to_num(r, nan=np.inf) > cut)[..., None], np.nan, esub)
+        dw = np.r_[np.ones(M), np.full(len(centres), CENTRE_WEIGHT)] if centres else None
+        sk, ems, rms = fit_shape(sk, ems, res.motion.grot, use, template=eprior, data_weight=dw)
+        ms = MarkerSet(ms.names, ms.body, ems.offset[:M], ms.weight)
         sk, ms, init = align_frames(sk, ms, prior, init, gauge)
         if progress is not None:
             progress(it + 1, rms)

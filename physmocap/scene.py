@@ -12,8 +12,10 @@ File contracts (see ``scenes/README.md`` and the headers of the shipped files):
   ``limits = [min, max]`` degrees), ``offset`` (m, rest position relative to the parent; the root's
   is its height above the floor), ``mass`` (kg), ``radius`` (m) and ``end`` (m, leaves' end site).
   Rest pose: T-pose facing +X, left +Y, Z up, every joint frame aligned with the world.
-* marker set: ``[meta]`` (``body`` = the template the offsets were made for) and ``[markers]``
-  mapping each label to ``{segment, offset, weight = 1, optional = false}``.
+* marker set: ``[meta]`` (``body`` = the template the offsets were made for), ``[markers]``
+  mapping each label to ``{segment, offset, weight = 1, optional = false}``, and optionally
+  ``[centres]`` mapping a joint to ``{wand, marker, width, radius, parameter}``: Plug-in Gait's
+  chord rule for placing that joint's centre from a static trial (``CentreRule``).
 
 Every problem raises one line naming the file (``FileFormatError``/``UnknownNameError``).
 """
@@ -38,7 +40,7 @@ from .markers import MarkerSet
 from .skeleton import Skeleton
 
 __all__ = [
-    "BodyTemplate", "MarkerSetSpec", "JOINT_TYPES", "scene_dirs", "list_bodies", "list_markersets",
+    "BodyTemplate", "MarkerSetSpec", "CentreRule", "JOINT_TYPES", "scene_dirs", "list_bodies", "list_markersets",
     "load_body", "load_markerset", "pick_markerset",
     "Environment", "SceneObject", "HandHold", "list_environments", "load_environment",
 ]
@@ -51,8 +53,9 @@ _META_KEYS = {"name", "description", "source", "notes", "body"}
 _BODY_KEYS = {"meta", "joint"}
 _JOINT_KEYS = {"name", "parent", "type", "offset", "axis", "limits", "swing", "twist", "mass",
                "radius", "end"}
-_SET_KEYS = {"meta", "markers"}
+_SET_KEYS = {"meta", "markers", "centres"}
 _MARKER_KEYS = {"segment", "offset", "weight", "optional", "note"}
+_CENTRE_KEYS = {"wand", "marker", "width", "radius", "parameter", "note"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,6 +169,33 @@ class BodyTemplate:
                             self.radius * k, self.name, self.source)
 
 
+@dataclass(frozen=True)
+class CentreRule:
+    """Plug-in Gait's chord rule for one joint centre, used when calibrating on a static trial.
+
+    The centre of ``joint`` lies in the plane of its parent joint's centre, the ``wand`` marker
+    and the joint ``marker``, at ``width / 2 + radius`` from the marker, with the marker seen at
+    a right angle from the parent joint's centre (Vicon, "Plug-in Gait Reference Guide": the
+    knee from the hip centre, THI and KNE and the knee width).
+
+    Attributes:
+        joint: the joint whose centre the rule places (``LeftLowerLeg`` = the left knee).
+        wand, marker: marker labels.
+        width: m, the joint's width for the marker set's template body (scaled with the
+            subject when the trial does not state it).
+        radius: m, marker radius (not scaled).
+        parameter: name of the subject measurement (mm) in the static trial's C3D
+            ``PROCESSING`` group that overrides ``width`` (``LKneeWidth``), or "".
+    """
+
+    joint: str
+    wand: str
+    marker: str
+    width: float
+    radius: float
+    parameter: str = ""
+
+
 @dataclass(frozen=True, eq=False)
 class MarkerSetSpec:
     """A marker set as a scene file states it: markers attached to segments by joint name.
@@ -179,6 +209,7 @@ class MarkerSetSpec:
         optional: ``(M,)`` bool, True for markers a capture may lack.
         body: name of the body template the offsets were made for.
         source: the file it came from.
+        centres: ``CentreRule``s for calibration on a static trial (may be empty).
     """
 
     name: str
@@ -189,6 +220,7 @@ class MarkerSetSpec:
     optional: np.ndarray
     body: str = "humanoid"
     source: str = ""
+    centres: tuple = ()
 
     def __post_init__(self):
         names = tuple(str(n) for n in self.names)
@@ -532,7 +564,37 @@ def _parse_markerset(data: dict, path: Path, body: BodyTemplate | None) -> Marke
         dup = sorted({n for n in names if names.count(n) > 1})
         ck.fail("", f"duplicate markers {', '.join(dup)}")
     return MarkerSetSpec(meta.get("name", path.stem), names, segs, offs, weights, opts,
-                         body.name, str(path))
+                         body.name, str(path), _parse_centres(data, ck, body, names))
+
+
+def _parse_centres(data: dict, ck: "_Checker", body: BodyTemplate, names: list) -> tuple:
+    table = data.get("centres", {})
+    if not isinstance(table, dict):
+        ck.fail("[centres]", "must be a table: JOINT = { wand, marker, width, radius }")
+    rules = []
+    for joint, row in table.items():
+        where = f"centre {joint!r}"
+        ck.keys(row, _CENTRE_KEYS, ("wand", "marker", "width", "radius"), where)
+        if joint not in body.names:
+            raise UnknownNameError(f"{where}: not a joint of body {body.name!r}; known: "
+                                   f"{known_list(body.names)}", ck.path)
+        if body.skeleton.parents[body.names.index(joint)] < 0:
+            ck.fail(where, "the root has no parent joint to place it from")
+        labels = [ck.string(row[k], where, k) for k in ("wand", "marker")]
+        for k, label in zip(("wand", "marker"), labels):
+            if label not in names:
+                raise UnknownNameError(f"{where}: {k} {label!r} is not a marker of this set; "
+                                       f"known: {known_list(names)}", ck.path)
+        if labels[0] == labels[1]:
+            ck.fail(where, "wand and marker must be two different markers")
+        if "note" in row:
+            ck.string(row["note"], where, "note")
+        rules.append(CentreRule(joint, labels[0], labels[1],
+                                ck.number(row["width"], where, "width", lo=0, lo_open=True),
+                                ck.number(row["radius"], where, "radius", lo=0),
+                                ck.string(row["parameter"], where, "parameter")
+                                if "parameter" in row else ""))
+    return tuple(rules)
 
 
 def load_body(name_or_path="humanoid") -> BodyTemplate:

@@ -178,3 +178,97 @@ def test_align_frames_turns_offsets_not_markers():
     assert np.abs(after - before).max() < 1e-9                     # no marker moved
     assert np.abs(ms3.offset[ms.body == j] - ms.offset[ms.body == j]).max() < 1e-9
     assert np.abs(sk3.offsets[kids] - tpl.offsets[kids]).max() < 1e-9
+
+
+def test_chord_centre_geometry(rng):
+    """Plug-in Gait's chord function: in the plane of the three points, at the distance from
+    the marker, the marker seen at a right angle from the parent joint; the side nearer the
+    estimate; NaN in, NaN out."""
+    from physmocap.calibrate import chord_centre
+    F = 50
+    parent = rng.normal(size=(F, 3))
+    marker = parent + rng.normal(size=(F, 3)) * 0.3
+    wand = marker + rng.normal(size=(F, 3)) * 0.1
+    near = marker + rng.normal(size=(F, 3)) * 0.05
+    c = chord_centre(parent, wand, marker, 0.06, near)
+    assert np.allclose(np.linalg.norm(c - marker, axis=-1), 0.06)
+    assert np.allclose(np.sum((parent - c) * (marker - c), -1), 0.0, atol=1e-12)
+    n = np.cross(wand - marker, parent - marker)
+    assert np.allclose(np.sum((c - marker) * n, -1), 0.0, atol=1e-12)
+    other = 2 * (marker + (np.sum((c - marker) * (parent - marker), -1)
+                           / np.sum((parent - marker) ** 2, -1))[:, None] * (parent - marker)) - c
+    assert np.all(np.linalg.norm(c - near, axis=-1) <= np.linalg.norm(other - near, axis=-1))
+    wand[3] = np.nan
+    out = chord_centre(parent, wand, marker, 0.06, near)
+    assert np.isnan(out[3]).all() and np.isfinite(np.delete(out, 3, 0)).all()
+
+
+def test_static_calibration_places_knees_by_the_chord_rule():
+    """A subject whose thigh wand sits 3 cm ahead of where the template puts it, and whose knee
+    centre lies where Plug-in Gait's chord rule puts it (in the plane of hip, THI and KNE): a
+    static calibration with the rule puts the knees near the subject's (measured 6.5 mm: the
+    fitted THI and KNE offsets keep a little of the template's pull, which turns the thigh when
+    the rule's point is gone); priors alone leave them where the template's offsets put them
+    relative to KNE, out of that plane (36 mm)."""
+    from physmocap.calibrate import Centre, chord_centre
+    from physmocap.solver.pipeline import kinematic_prior
+    body = load_body()
+    tpl = body.skeleton
+    ms_t = load_markerset("plugin_gait_fullbody").bind(tpl)
+    moff = ms_t.offset.copy()
+    offsets = tpl.offsets.copy()
+    rules, D = [], 0.06
+    for side, s in (("Left", "L"), ("Right", "R")):
+        k, thi, kne = tpl.index(side + "LowerLeg"), ms_t.names.index(s + "THI"), ms_t.names.index(
+            s + "KNE")
+        moff[thi, 0] += 0.03                        # the wand turned forward
+        z = np.zeros((1, 3))                        # rest pose: thigh frame = world, hip at 0
+        chord = chord_centre(z, moff[thi][None], moff[kne][None], D, offsets[k][None])[0]
+        shank = ms_t.body == k
+        moff[shank] += chord - offsets[k]           # shank markers move with the knee
+        offsets[k] = chord
+        rules.append(Centre(k, thi, kne, width=2 * (D - 0.008), template_width=0.104,
+                            radius=0.008))
+    subj = Skeleton(tpl.names, tpl.parents, offsets, tpl.end_sites)
+    ms_s = MarkerSet(ms_t.names, ms_t.body, moff, ms_t.weight)
+    rng = np.random.default_rng(5)
+    F = 60
+    lrot = quat.from_scaled_axis(rng.normal(scale=0.002, size=(F, len(tpl), 3)))
+    root = np.tile([0.0, 0.0, offsets[0, 2] + 0.05], (F, 1))
+    gpos, grot = __import__("physmocap").forward_kinematics(subj, lrot, root)
+    pos = landmarks(gpos, grot, ms_s) + rng.normal(scale=0.0005, size=(F, len(ms_t), 3))
+
+    opts = kinematic_prior(body)
+    true_knees = gpos[:, [r.joint for r in rules]]
+
+    def miss(out):
+        """mm from each fitted knee to the subject's, over the static frames (median)."""
+        from physmocap.solver.kinematic import solve_kinematic
+        fit = solve_kinematic(out.skeleton, out.markerset, pos, fps=100.0, **opts).motion.gpos
+        d = np.linalg.norm(fit[:, [r.joint for r in rules]] - true_knees, axis=-1)
+        return 1000 * np.median(d, axis=0)
+
+    with_rule = miss(calibrate(pos, 100.0, tpl, ms_t, n_frames=30, kinematic_options=opts,
+                               centres=rules))
+    without = miss(calibrate(pos, 100.0, tpl, ms_t, n_frames=30, kinematic_options=opts))
+    print(f"knee centres off the subject's: with the rule {with_rule} mm, without {without} mm")
+    assert np.all(with_rule < 8.0), with_rule
+    assert np.all(without > 30.0), without
+
+
+def test_bind_centres_takes_the_subjects_widths():
+    """The marker set's knee rules bound to a trial: the subject's knee widths (mm in the C3D's
+    PROCESSING group) where stated, else the template's scaled with the subject; a rule whose
+    markers the trial lacks is left out."""
+    from physmocap.solver.pipeline import bind_centres
+    body = load_body()
+    spec = load_markerset("plugin_gait_fullbody")
+    labels = tuple(spec.names)
+    got = bind_centres(spec, labels, body.skeleton, {"subject_parameters": {"LKneeWidth": 110.0}})
+    left, right = sorted(got, key=lambda c: body.names[c.joint])
+    assert body.names[left.joint] == "LeftLowerLeg"
+    assert (labels[left.wand], labels[left.marker]) == ("LTHI", "LKNE")
+    assert left.width == 0.110 and left.distance(1.3) == 0.055 + 0.008
+    assert right.width is None and np.isclose(right.distance(0.9), 0.104 * 0.9 / 2 + 0.008)
+    assert bind_centres(spec, tuple(l for l in labels if l != "RTHI"), body.skeleton, {}) == (
+        bind_centres(spec, labels, body.skeleton, {})[:1])

@@ -442,3 +442,14 @@ def test_direct_frame_reader_matches_ezc3d(data_dir, rel):
     np.testing.assert_allclose(pts[:, valid], ref["points"][:, :, :n][:, valid], rtol=1e-6,
                                atol=1e-6)
     np.testing.assert_allclose(res[valid], ref["residuals"][:, :n][valid], rtol=1e-6, atol=1e-6)
+
+
+def test_subject_parameters(data_dir):
+    """Plug-in Gait's subject measurements (PROCESSING group) come through as numbers in mm;
+    a file without them has none."""
+    m = read_c3d(data_dir / "c3d" / "pig" / "PiG_Calibration-FlatFoot-Full.c3d").meta
+    p = m["subject_parameters"]
+    assert (p["LKneeWidth"], p["RKneeWidth"], p["LAnkleWidth"], p["Height"]) == (
+        105.0, 105.0, 55.0, 1505.0)
+    assert all(isinstance(v, float) for v in p.values())
+    assert "subject_parameters" not in read_c3d(data_dir / "c3d" / "cmu" / "16_57.c3d").meta

@@ -383,6 +383,48 @@ def test_markerset_errors(tmp_path, label, edit, match):
     assert str(err.value).startswith(str(p) + ": ")
 
 
+CENTRE = '\n[centres]\nLeg = { wand = "A", marker = "B", width = 0.1, radius = 0.008 }\n'
+CENTRE_ERRORS = [
+    ("not a table", lambda t: "centres = 3\n" + t.split("\n[centres]")[0],
+     r"\[centres\]: must be a table"),
+    ("unknown joint", lambda t: t.replace("Leg = { wand", "Arm = { wand"),
+     "centre 'Arm': not a joint of body 'tiny'; known: Root, Leg"),
+    ("root joint", lambda t: t.replace("Leg = { wand", "Root = { wand"),
+     "centre 'Root': the root has no parent joint"),
+    ("unknown marker", lambda t: t.replace('marker = "B"', 'marker = "C"'),
+     "centre 'Leg': marker 'C' is not a marker of this set; known: A, B"),
+    ("same markers", lambda t: t.replace('marker = "B"', 'marker = "A"'),
+     "wand and marker must be two different markers"),
+    ("missing width", lambda t: t.replace("width = 0.1, ", ""), "centre 'Leg': missing 'width'"),
+    ("zero width", lambda t: t.replace("width = 0.1", "width = 0"), "width must be > 0"),
+    ("negative radius", lambda t: t.replace("radius = 0.008", "radius = -1"),
+     "radius must be >= 0"),
+    ("unknown key", lambda t: t.replace("radius = 0.008", "radius = 0.008, side = 1"),
+     "centre 'Leg': unknown key 'side'"),
+]
+
+
+def test_markerset_centres(tmp_path):
+    body = load_body(write(tmp_path, "tiny.toml", TINY_BODY))
+    spec = load_markerset(write(tmp_path, "c.toml", TINY_SET + CENTRE.replace(
+        "radius = 0.008", 'radius = 0.008, parameter = "LegWidth"')), body=body)
+    (rule,) = spec.centres
+    assert (rule.joint, rule.wand, rule.marker, rule.width, rule.radius, rule.parameter) == (
+        "Leg", "A", "B", 0.1, 0.008, "LegWidth")
+    assert load_markerset(write(tmp_path, "n.toml", TINY_SET), body=body).centres == ()
+    pig = load_markerset("plugin_gait_fullbody")
+    assert {r.joint for r in pig.centres} == {"LeftLowerLeg", "RightLowerLeg"}
+
+
+@pytest.mark.parametrize("label,edit,match", CENTRE_ERRORS, ids=[e[0] for e in CENTRE_ERRORS])
+def test_markerset_centre_errors(tmp_path, label, edit, match):
+    body = load_body(write(tmp_path, "tiny.toml", TINY_BODY))
+    p = write(tmp_path, "bad.toml", edit(TINY_SET + CENTRE))
+    with pytest.raises(PhysmocapError, match=match) as err:
+        load_markerset(p, body=body)
+    assert str(err.value).startswith(str(p) + ": ")
+
+
 def test_json_errors(tmp_path):
     p = write(tmp_path, "dup.json", '{"markers": {"A": {"segment": "Head", "offset": [0,0,0]},'
                                     ' "A": {"segment": "Head", "offset": [0,0,0]}}}')

@@ -438,6 +438,20 @@ def _param(params: dict, group: str, name: str, default=None):
     return params.get(group, {}).get(name, default)
 
 
+def _numbers(group: dict) -> dict:
+    """The finite single-number parameters of a group, as ``{name: float}`` (subject
+    measurements: Plug-in Gait's ``PROCESSING`` group holds knee and ankle widths in mm)."""
+    out = {}
+    for name, v in group.items():
+        try:
+            a = np.asarray(v, dtype=float).ravel()
+        except (TypeError, ValueError):
+            continue
+        if a.size == 1 and np.isfinite(a[0]):
+            out[str(name)] = float(a[0])
+    return out
+
+
 def _strings(values) -> list[str]:
     return [str(v).replace("\x00", "").strip() for v in (values or [])]
 
@@ -629,8 +643,9 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         < 0, NaN, infinite, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
         (declared|inferred|assumed), up, up_source (declared|detected|assumed — assumed only when
         there is no valid marker data, then +z), first_frame (1-based, as in the header),
-        n_points_in_file, n_virtual, processor, parser, analog_rate (when the file has analog
-        channels), analog_only (True for files with analog data but no points), nonfinite_samples
+        n_points_in_file, n_virtual, processor, parser, subject_parameters (the ``PROCESSING``
+        group's numbers, e.g. Plug-in Gait's ``LKneeWidth`` in mm, when the file has them),
+        analog_rate (when the file has analog channels), analog_only (True for files with analog data but no points), nonfinite_samples
         (when some valid-flagged samples held infinite coordinates).
 
     Raises:
@@ -708,6 +723,9 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         "n_points_in_file": n, "n_virtual": int(virt.sum()), "processor": hdr["processor"],
         "parser": parser,
     }
+    subject_params = _numbers(params.get("PROCESSING", {}))
+    if subject_params:
+        meta["subject_parameters"] = subject_params
     if nonfinite.any():
         meta["nonfinite_samples"] = int(nonfinite[:, ~virt if points == "markers" else
                                                   slice(None)].sum())

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import __version__
-from ..calibrate import Subject, calibrate, estimate_scale
+from ..calibrate import Centre, Subject, calibrate, estimate_scale
 from ..errors import PhysmocapError, UnitError
 from ..markers import MarkerTrajectories
 from ..motion import Motion
@@ -22,7 +22,7 @@ from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_
 from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
 from .physical import PhysicalResult, PhysicalSettings, plant_anchors, solve_physical
 
-__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
+__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior", "bind_centres",
            "hold_anchors", "cleaned_markers"]
 
 
@@ -63,6 +63,21 @@ def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
     twist = np.where(n > 1e-6, seg / np.maximum(n, 1e-9), [0.0, 0.0, 1.0])
     return JointSpec(tuple(body.joint_type), np.array(body.axis), np.array(body.limits),
                      np.array(body.mass), twist)
+
+
+def bind_centres(spec, labels, skeleton, meta: dict) -> tuple:
+    """``calibrate.Centre``s for the marker set's ``CentreRule``s whose markers the trial has,
+    with the subject's widths from the trial's ``subject_parameters`` (mm) where stated."""
+    measured = meta.get("subject_parameters", {})
+    out = []
+    for rule in spec.centres:
+        if rule.wand not in labels or rule.marker not in labels:
+            continue
+        w = measured.get(rule.parameter) if rule.parameter else None
+        width = float(w) / 1000.0 if w is not None and w > 0 else None
+        out.append(Centre(skeleton.index(rule.joint), labels.index(rule.wand),
+                          labels.index(rule.marker), width, rule.width, rule.radius))
+    return tuple(out)
 
 
 def kinematic_prior(body: BodyTemplate) -> dict:
@@ -180,8 +195,12 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     _check_size(cal_pos, body, ms0, static.meta if static is not None else markers.meta)
     say("calibrate", 0, 1)
     prior = kinematic_prior(body)
+    # Plug-in Gait's chord rules place joint centres from a static trial (as Plug-in Gait does);
+    # a motion trial is left to the fit, which sees its joints move.
+    centres = (bind_centres(spec, labels, body.skeleton, static.meta)
+               if static is not None else ())
     subject = calibrate(cal_pos, cal_fps, body.skeleton, ms0, n_frames=calibration_frames,
-                        kinematic_options=prior)
+                        kinematic_options=prior, centres=centres)
     say("calibrate", 1, 1)
     sk, ms = subject.skeleton, subject.markerset
     t_cal = time.perf_counter()
@@ -192,7 +211,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     if checkpoint is not None:
         ck = Checkpoint(checkpoint, job_key(
             __version__, pos, markers.fps, labels, cal_pos, cal_fps, repr(settings), plants,
-            calibration_frames, repr(environment), warm, ms0.body, ms0.offset, ms0.weight,
+            calibration_frames, repr(environment), warm, repr(centres), ms0.body, ms0.offset,
+            ms0.weight,
             body.names, body.skeleton.offsets, np.array(body.limits), np.array(body.mass),
             np.array(body.axis), tuple(body.joint_type)))
 
