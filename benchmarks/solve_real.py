@@ -1,6 +1,6 @@
 """Solve the real captures of the shared data and print the figures the solver is judged by.
 
-    python benchmarks/solve_real.py [--only cmu/16_57]
+    python benchmarks/solve_real.py [--only cmu/16_57] [--plot DIR]
 
 For every capture: marker RMS (inliers, and all samples), the worst marker error, frames with an
 inlier marker over 40 mm, outliers, foot skate during detected plants, physical frames/s.
@@ -20,6 +20,14 @@ from _common import data_dir
 CAPTURES = [("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
             ("cmu/02_01", None), ("cmu/16_57", None), ("cmu/01_01", None),
             ("c3dorg/nexgen_test1_metres", None)]
+def save_plot(fig, path) -> None:
+    """Write a matplotlib figure atomically and say where."""
+    from physmocap.io.atomic import atomic_path
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110)
+    print(f"    wrote {path}")
+
+
 LEG = {"Left": ("LHJ0", "LFE0", "LTI0"), "Right": ("RHJ0", "RFE0", "RTI0")}
 JOINTS = ("UpperLeg", "LowerLeg", "Foot")          # hip, knee, ankle of the template
 
@@ -42,7 +50,13 @@ def main() -> None:
     ap.add_argument("--pig-axes", action="store_true",
                     help="also solve the Plug-in Gait walk calibrated on itself (functional knee "
                          "axes) and print how far Plug-in Gait's thigh frames turn from ours")
+    ap.add_argument("--plot", metavar="DIR",
+                    help="also draw the per-frame figures behind the 16_57 joint-centre and the "
+                         "Plug-in Gait knee-flexion rows as PNGs in DIR (needs matplotlib)")
     args = ap.parse_args()
+    if args.plot:
+        from physmocap.report._mpl import pyplot
+        plt = pyplot()
     from physmocap.io.c3d import read_c3d
     from physmocap.scene import load_body, pick_markerset
     from physmocap.solver.pipeline import solve_capture
@@ -85,6 +99,22 @@ def main() -> None:
             print("    same over frames 0-179 (the run; standing after it, Vicon's knee centres "
                   "leave the KNE markers, below): " + ", ".join(
                       f"{n} {1000 * np.nanmean(d[:180, i]):.1f}" for i, n in enumerate(names)))
+            if args.plot:
+                fig, ax = plt.subplots(figsize=(9, 4.5))
+                t_s = np.arange(len(d)) / r.motion.fps
+                for i, n in enumerate(names):
+                    ax.plot(t_s, 1000 * d[:, i], label=n, lw=1.2)
+                for side, ls in (("L", ":"), ("R", "--")):
+                    kd = np.linalg.norm(centres.pos[:, centres.index(f"{side}FE0")]
+                                        - centres.pos[:, centres.index(f"{side}KNE")], axis=-1)
+                    ax.plot(t_s, 1000 * kd, "k" + ls, lw=1,
+                            label=f"Vicon {side}FE0 to {side}KNE (a rigid thigh keeps it fixed)")
+                ax.axhline(30, color="grey", lw=0.8)
+                ax.set(xlabel="time (s)", ylabel="mm",
+                       title="cmu/16_57: solved leg joints to Vicon's joint centres "
+                             "(one similarity transform)")
+                ax.legend(fontsize=7, ncol=2)
+                save_plot(fig, f"{args.plot}/16_57_joint_centres.png")
             # The reference is not rigid with the markers: a rigid thigh keeps its knee centre
             # at one distance from KNE, Vicon's centre wanders (and from frame ~180, standing,
             # sits ~10 cm ahead of KNE with the thigh markers upright).
@@ -122,7 +152,9 @@ def main() -> None:
                         tw.append(f"{side} {np.degrees(np.arctan2(np.nanmedian(loc[:, 1]), np.nanmedian(loc[:, 0]))):+.1f}")
                     print(f"    Plug-in Gait thigh frame turned from our {what} thigh about its "
                           f"long axis (deg): {', '.join(tw)}")
-            for side in ("Left", "Right"):
+            if args.plot:
+                fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+            for k, side in enumerate(("Left", "Right")):
                 hip, knee, ankle = (g[:, sk_names.index(side + j)] for j in JOINTS)
                 th, sh = knee - hip, ankle - knee
                 cos = np.sum(th * sh, -1) / np.linalg.norm(th, axis=-1) / np.linalg.norm(sh, axis=-1)
@@ -134,6 +166,13 @@ def main() -> None:
                 varus = allp.pos[:, allp.index(f"{side[0]}KneeAngles"), 1] * 1000.0
                 slope = np.polyfit(ref[ok], varus[ok], 1)[0]
                 rms = np.sqrt(np.mean((ours[ok] - ref[ok]) ** 2))
+                if args.plot:
+                    t_s = np.arange(len(ours)) / r.motion.fps
+                    axes[k].plot(t_s, ours, label="physmocap (thigh-shank angle)")
+                    axes[k].plot(t_s, ref, label=f"Plug-in Gait {side[0]}KneeAngles")
+                    axes[k].set(title=f"{side} knee flexion, RMS {rms:.1f} deg",
+                                xlabel="time (s)", ylabel="deg")
+                    axes[k].legend(fontsize=8)
                 bias = float(np.mean(ours[ok] - ref[ok]))
                 print(f"    {side} knee flexion vs Plug-in Gait: RMS {rms:.1f} deg, bias "
                       f"{bias:+.1f} deg, RMS after removing the bias "
@@ -141,6 +180,8 @@ def main() -> None:
                       f"(range ours {ours[ok].min():.0f}..{ours[ok].max():.0f}, "
                       f"PiG {ref[ok].min():.0f}..{ref[ok].max():.0f}); PiG's own varus per "
                       f"degree of flexion {slope:+.2f} (axis error ~{np.degrees(np.arctan(abs(slope))):.0f} deg)")
+            if args.plot:
+                save_plot(fig, f"{args.plot}/pig_knee_flexion.png")
 
 
 if __name__ == "__main__":
