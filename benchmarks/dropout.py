@@ -9,8 +9,9 @@ outside the gap and the 10 frames after it) of the clean and the damaged solve, 
 (issue target: at most 1 degree), for the three ways a frame's physical relaxation can start:
 
 * ``pipeline``: the kinematic solve of that frame (``solve_capture``'s default,
-  ``warm='kinematic'``): the physical equilibrium then equals the kinematic optimum, and a
-  segment left with one marker keeps whatever rotation the per-frame fit gave it;
+  ``warm='kinematic'``, with the pipeline's ``TRACKING`` options: frame after frame, a segment
+  seen by too few markers held toward the frame before); the physical equilibrium then equals
+  the kinematic optimum;
 * ``previous+v``: the previous equilibrium moved on at constant velocity (``warm='previous'``,
   ``PhysicalSettings.predict``; what ``tests/test_solver_physical.py`` checks);
 * ``previous``: the previous equilibrium as it is (``predict=False``).
@@ -28,6 +29,7 @@ from physmocap import quat
 from physmocap.io.bvh import read_bvh
 from physmocap.solver.kinematic import solve_kinematic
 from physmocap.solver.physical import PhysicalSettings, solve_physical
+from physmocap.solver.pipeline import TRACKING
 from physmocap.solver.synthetic import place_markers, synthesize
 
 GAP = (40, 100)
@@ -56,7 +58,7 @@ def main() -> None:
                 for pos in (clean, damaged):
                     if start == "pipeline":
                         init = solve_kinematic(truth.skeleton, markers, pos, fps=truth.fps,
-                                               max_marker_pull=0.04).motion
+                                               max_marker_pull=0.04, **TRACKING).motion
                         s = PhysicalSettings()
                     else:
                         init = truth[:1]

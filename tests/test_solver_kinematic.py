@@ -237,6 +237,24 @@ def test_dropout_and_forearm_gap(motion, markerset, clean):
     assert e_g[g0:g1, fa].mean() < 10.0
 
 
+def test_hold_keeps_poorly_seen_segments_where_they_were(motion, markerset, clean):
+    """``hold`` (the pipeline's ``TRACKING``): a take without gaps solves exactly as without it;
+    with 30 % of the samples dropped the error grows less than frame by frame alone (measured
+    at 120 Hz, 3 markers per segment: +1.30 deg alone, +0.63 deg held)."""
+    from physmocap.solver.pipeline import TRACKING
+    pos, res, err = clean
+    held = solve_kinematic(motion.skeleton, markerset, pos, **TRACKING)
+    assert np.array_equal(held.motion.lrot, res.motion.lrot)
+    drop = synthesize(motion, markerset, noise_m=NOISE, drop=0.3, rng=np.random.default_rng(8))
+    alone = joint_angle_error_deg(solve_kinematic(motion.skeleton, markerset, drop).motion,
+                                  motion, res.observable).mean() - err.mean()
+    with_hold = joint_angle_error_deg(
+        solve_kinematic(motion.skeleton, markerset, drop, **TRACKING).motion, motion,
+        res.observable).mean() - err.mean()
+    print(f"error growth with 30 % dropped: {alone:.2f} deg alone, {with_hold:.2f} held")
+    assert with_hold < alone - 0.3 and with_hold < 1.0
+
+
 def test_ghost_marker_is_rejected(motion, markerset, clean):
     pos, res_clean, err_clean = clean
     sk = motion.skeleton
@@ -315,6 +333,8 @@ def test_shape_errors(motion, markerset):
         solve_kinematic(sk, markerset, np.zeros((2, M, 3)), free_joints=np.ones(3, bool))
     with pytest.raises(ShapeError, match="init has 268 frames, pos has 2"):
         solve_kinematic(sk, markerset, np.zeros((2, M, 3)), init=motion)
+    with pytest.raises(ShapeError, match="hold must be a finite number"):
+        solve_kinematic(sk, markerset, np.zeros((2, M, 3)), hold=-1.0)
     with pytest.raises(ShapeError, match="max_marker_pull"):
         solve_kinematic(sk, markerset, np.zeros((2, M, 3)), max_marker_pull=0.0)
     bad = MarkerSet(("a", "b"), np.array([0, len(sk)]), np.zeros((2, 3)))

@@ -374,7 +374,7 @@ class _Structure:
     """Index tables shared by every iteration of one solve."""
 
     def __init__(self, skeleton: Skeleton, markerset: MarkerSet, free_idx: np.ndarray,
-                 prior: tuple[np.ndarray, np.ndarray] | None = None):
+                 prior: tuple[np.ndarray, np.ndarray] | None = None, hold: float = 0.0):
         self.skeleton = skeleton
         self.body = markerset.body
         self.offset = markerset.offset
@@ -415,16 +415,26 @@ class _Structure:
         self.diag_flat = np.arange(P) * (P + 1)
         self.diag_blk = np.flatnonzero(self.pa == self.pb)      # pair index of each (j, j)
         # Rotation prior on the free joints with a non-zero W (``pk`` positions in ``free``).
+        # With ``hold`` every free joint may also get ``hold * I`` toward its start pose, frame by
+        # frame (``hold_prior``): the two quadratics are one, with a per-frame ``W_f``, ``c_f``.
         self.prior = prior
-        if prior is None:
+        self.hold = float(hold)
+        if self.hold > 0:
+            pk = np.arange(nb)
+        elif prior is None:
             pk = np.zeros(0, int)
         else:
             pk = np.flatnonzero(np.any(prior[0][free_idx] != 0.0, axis=(1, 2)))
         self.pk = pk
         self.pj = free_idx[pk]
         if pk.size:
-            self.pW = prior[0][self.pj]
-            self.pc = prior[1][self.pj]
+            W0 = np.zeros((len(pk), 3, 3)) if prior is None else prior[0][self.pj]
+            c0 = np.zeros((len(pk), 3)) if prior is None else prior[1][self.pj]
+            self.pW = W0
+            self.pc = c0
+            self.W0, self.W0c0 = W0, (W0 @ c0[..., None])[..., 0]
+            # markers per free joint's own segment (a segment seen by fewer than two is "weak")
+            self.seg_markers = (markerset.body[:, None] == self.pj[None, :])
         self.p_flat = blk(3 + 3 * pk, 3 + 3 * pk).ravel()        # their 3x3 diagonal blocks
         self.p_g = (3 + 3 * pk[:, None] + k).ravel()
 
@@ -528,7 +538,23 @@ def _apply(lrot, root, delta, free_idx, R=None):
     return lrot, root
 
 
-def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull):
+def hold_prior(st: _Structure, start_lrot: np.ndarray, vis: np.ndarray) -> tuple:
+    """Per-frame ``(W (n, npk, 3, 3), c (n, npk, 3))``: the rotation prior plus ``hold * I``
+    toward the start pose ``start_lrot (n, J, 4)`` on the joints whose own segment shows fewer
+    markers than it carries, and fewer than two, in that frame (``vis (n, M)``), as one
+    quadratic. Segments seen as well as they can be are left to their markers (the fit stays
+    the optimum there: a take without gaps solves exactly as without ``hold``)."""
+    seen = vis.astype(float) @ st.seg_markers                  # (n, npk) markers visible
+    weak = seen < np.minimum(2, st.seg_markers.sum(axis=0))
+    W = st.W0 + (st.hold * weak)[..., None, None] * np.eye(3)
+    s = quat.to_scaled_axis(start_lrot[:, st.pj])
+    rhs = st.W0c0 + st.hold * weak[..., None] * s
+    c = np.where(weak[..., None], np.linalg.solve(np.where(weak[..., None, None], W, np.eye(3)),
+                                                  rhs[..., None])[..., 0], st.pc)
+    return W, c
+
+
+def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull, pw=None):
     gpos, R = _fk_matrices(st.skeleton, lrot, root)
     pm = gpos[:, st.body] + (R[:, st.body] @ st.offset[:, :, None])[..., 0]
     r = np.where(vis[..., None], obs - pm, 0.0)
@@ -537,14 +563,16 @@ def _evaluate(st: _Structure, lrot, root, obs, vis, wm, pull):
     cost = np.sum(wm * rho, axis=1)
     if st.pk.size:
         v = quat.to_scaled_axis(lrot[:, st.pj])                     # (n, npk, 3)
-        e = v - st.pc
-        cost = cost + np.sum(e * (st.pW @ e[..., None])[..., 0], axis=(1, 2))
+        W, c = (st.pW, st.pc) if pw is None else pw
+        e = v - c
+        cost = cost + np.sum(e * (W @ e[..., None])[..., 0], axis=(1, 2))
     else:
         v = np.zeros((len(lrot), 0, 3))
     return gpos, R, pm, r, cost, wm * irls, v
 
 
-def _add_prior(st: _Structure, A: np.ndarray, g: np.ndarray, v: np.ndarray, R: np.ndarray):
+def _add_prior(st: _Structure, A: np.ndarray, g: np.ndarray, v: np.ndarray, R: np.ndarray,
+               pw=None):
     """Add the Gauss–Newton terms of the rotation prior to ``A (n, P, P)``, ``g (n, P)``.
 
     ``v_j(omega) ~ v_j + G omega`` with ``G = Jr^-1(v_j) R_j^T`` (world-axis increment
@@ -553,22 +581,24 @@ def _add_prior(st: _Structure, A: np.ndarray, g: np.ndarray, v: np.ndarray, R: n
     n = len(A)
     G = _inv_right_jacobian(v) @ np.swapaxes(R[:, st.pj], -1, -2)     # (n, npk, 3, 3)
     Gt = np.swapaxes(G, -1, -2)
-    H = Gt @ (st.pW @ G)
-    gp = (Gt @ (st.pW @ (v - st.pc)[..., None]))[..., 0]
+    W, c = (st.pW, st.pc) if pw is None else pw
+    H = Gt @ (W @ G)
+    gp = (Gt @ (W @ (v - c)[..., None]))[..., 0]
     Af = A.reshape(n, -1)
     Af[:, st.p_flat] += H.reshape(n, -1)
     g[:, st.p_g] -= gp.reshape(n, -1)
 
 
-def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
-    """Batched LM over frames ``(n, ...)``; returns lrot, root, iterations, converged."""
+def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull, pw=None):
+    """Batched LM over frames ``(n, ...)``; returns lrot, root, iterations, converged.
+    ``pw``: per-frame rotation prior ``(W, c)`` (``hold_prior``), else the structure's."""
     n = obs.shape[0]
     lrot = np.array(lrot, float)
     root = np.array(root, float)
     its = np.zeros(n, int)
     conv = np.zeros(n, bool)
     lam = np.full(n, _LAMBDA0)
-    gpos, R, pm, r, cost, w, v = _evaluate(st, lrot, root, obs, vis, wm, pull)
+    gpos, R, pm, r, cost, w, v = _evaluate(st, lrot, root, obs, vis, wm, pull, pw)
     active = np.ones(n, bool)
     eyeP = np.eye(st.P, dtype=bool)
     for _ in range(iterations):
@@ -577,14 +607,15 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull):
             break
         A, g = _normal_equations(st, w[act], pm[act], r[act], gpos[act])
         if st.pk.size:
-            _add_prior(st, A, g, v[act], R[act])
+            _add_prior(st, A, g, v[act], R[act], None if pw is None else (pw[0][act], pw[1][act]))
         # Marquardt damping, isotropic per 3x3 block so that it does not depend on the axes
         # (world here, local in the model): the step equals the local-axis LM step.
         diag = A[:, eyeP].reshape(len(act), -1, 3).mean(axis=-1).repeat(3, axis=-1)
         A[:, eyeP] += lam[act, None] * diag + _RIDGE
         delta = np.linalg.solve(A, g[..., None])[..., 0]
         l_new, r_new = _apply(lrot[act], root[act], delta, st.free, R[act])
-        e = _evaluate(st, l_new, r_new, obs[act], vis[act], wm[act], pull)
+        e = _evaluate(st, l_new, r_new, obs[act], vis[act], wm[act], pull,
+                      None if pw is None else (pw[0][act], pw[1][act]))
         c_old = cost[act]
         c_new = e[4]
         its[act] += 1
@@ -672,8 +703,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                     progress: Callable[[int, int], None] | None = None,
                     chunk: int = 32, chunk_incomplete: int = 8,
                     seed_iterations: int = 200,
-                    rotation_prior: tuple[np.ndarray, np.ndarray] | None = None
-                    ) -> KinematicResult:
+                    rotation_prior: tuple[np.ndarray, np.ndarray] | None = None,
+                    hold: float = 0.0) -> KinematicResult:
     """Fit the skeleton to marker positions, every frame independently (no temporal smoothing).
 
     Args:
@@ -711,6 +742,11 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             semi-definite in m^2/rad^2 (comparable to squared marker residuals in m^2). Only
             free joints are affected (the root's ``v_0`` is its global rotation). ``hinge_prior``
             builds one from joint kinds. All-zero ``W`` gives exactly the unregularised solve.
+        hold: m^2/rad^2, >= 0: every free joint's rotation vector is also pulled toward its
+            start pose (the frame solved before its batch, or ``init``) with ``hold * I``, a
+            temporal prior. A segment left with one marker (a rotation the frame cannot
+            determine) then stays where the motion was instead of where noise pushes it; with
+            ``hold = 1e-4`` 10 deg cost like one marker 1.7 mm off. 0: every frame alone.
     Returns:
         ``KinematicResult``. A frame with no visible marker is not solved: it keeps the pose of
         the frame solved just before it in processing order (the previous frame after the seed,
@@ -739,6 +775,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         raise ShapeError("pos: no frames")
     if iterations < 1 or chunk < 1 or chunk_incomplete < 1 or not tol >= 0:
         raise ShapeError("iterations, chunk and chunk_incomplete must be >= 1, tol >= 0")
+    if not (np.isfinite(hold) and hold >= 0):
+        raise ShapeError(f"hold must be a finite number >= 0 m^2/rad^2, got {hold!r}")
     if max_marker_pull is not None and not max_marker_pull > 0:
         raise ShapeError(f"max_marker_pull must be > 0 m or None, got {max_marker_pull!r}")
     if free_joints is None:
@@ -755,7 +793,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
     prior = _check_prior(rotation_prior, J)
     vis = ~np.isnan(pos).any(axis=-1)
     nvis = vis.sum(axis=1)
-    st = _Structure(skeleton, markerset, np.flatnonzero(free_bool), prior)
+    st = _Structure(skeleton, markerset, np.flatnonzero(free_bool), prior, hold)
 
     def observed(idx):
         """Observations, visibility and weights of frames ``idx``, made per batch so that a long
@@ -773,8 +811,11 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         nonlocal done
         ok = idx[nvis[idx] > 0]
         if ok.size:
-            l, r, i, c = _lm(st, *observed(ok), l0[nvis[idx] > 0],
-                             r0[nvis[idx] > 0], iterations, tol, max_marker_pull)
+            seen = nvis[idx] > 0
+            o, v, w = observed(ok)
+            pw = hold_prior(st, l0[seen], v) if st.hold > 0 else None
+            l, r, i, c = _lm(st, o, v, w, l0[seen], r0[seen], iterations, tol,
+                             max_marker_pull, pw)
             lrot[ok], root[ok], its[ok], conv[ok] = l, r, i, c
         done += len(idx)
         if progress is not None:
