@@ -24,7 +24,7 @@ def main() -> None:
     from physmocap.scene import load_body, pick_markerset
     from physmocap.solver.kinematic import solve_kinematic
     from physmocap.solver.physical import solve_physical
-    from physmocap.solver.pipeline import joint_spec_from_body, kinematic_prior
+    from physmocap.solver.pipeline import TRACKING, joint_spec_from_body, kinematic_prior
 
     t = read_c3d(data_dir() / f"c3d/{args.capture}.c3d")
     body = load_body()
@@ -41,6 +41,8 @@ def main() -> None:
     kin = {}
     t_kin, _ = median_time(lambda: kin.update(r=solve_kinematic(
         sk, ms, pos, fps=t.fps, max_marker_pull=0.04, **prior)), args.repeats)
+    t_kin_p, _ = median_time(lambda: kin.update(p=solve_kinematic(
+        sk, ms, pos, fps=t.fps, max_marker_pull=0.04, **prior, **TRACKING)), args.repeats)
     jspec = joint_spec_from_body(body, sk)
     phys = {}
     t_phys, _ = median_time(lambda: phys.update(r=solve_physical(
@@ -49,6 +51,7 @@ def main() -> None:
         sk, ms, pos, t.fps, init=kin["r"].motion[:1], spec=jspec)), 1)
     rms = lambda r: 1000 * float(np.sqrt(np.nanmean(r ** 2)))  # noqa: E731
     rows = [("kinematic (LM, batched)", t_kin, rms(kin["r"].residual)),
+            ("kinematic, as the pipeline (TRACKING)", t_kin_p, rms(kin["p"].residual)),
             ("physical, kinematic start each frame", t_phys, rms(phys["r"].residual)),
             ("physical, pure tracking (1 run)", t_track, rms(phys["p"].residual))]
     print(f"{'solver':<40}{'seconds':>9}{'frames/s':>10}{'x real time':>13}{'RMS mm':>9}")
