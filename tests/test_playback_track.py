@@ -80,6 +80,26 @@ def test_standing_stays_standing_with_tiny_assist(body):
     assert rep["falls"] == []
 
 
+def test_assist_integral_removes_the_lag_friction_holds(body):
+    """A standing reference sliding sideways at 0.3 m/s: the feet drag on the floor, whose
+    friction holds the body back. A proportional assist settles where its pull meets that
+    friction; the (leaky) integral term pulls on until the root is nearly where it should be."""
+    ref = standing(body, 2.0)
+    root = np.array(ref.root_pos)
+    root[:, 1] += 0.3 * np.arange(ref.n_frames) / ref.fps
+    ref = Motion(ref.skeleton, ref.fps, root, ref.lrot)
+
+    def lag(settings):
+        r = track(ref, body, "assist", settings)
+        last = slice(ref.n_frames // 2, None)
+        return np.mean(np.abs(r.motion.root_pos[last, 1] - r.reference.root_pos[last, 1]))
+
+    p_only = lag(TrackingSettings(assist_ki=0.0))
+    with_i = lag(TrackingSettings())
+    print(f"root lag: proportional {1000 * p_only:.1f} mm, with the integral {1000 * with_i:.1f} mm")
+    assert with_i < 0.5 * p_only
+
+
 def test_zero_gains_fall_detected_in_physical_mode(body):
     limp = TrackingSettings(joint_max_torque=0.0, joint_min_torque=0.0)
     r = track(standing(body, 2.0), body, "physical", limp)

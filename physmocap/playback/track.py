@@ -64,6 +64,15 @@ class TrackingSettings:
             makes it chatter at the clamp while standing still (measured: 150 gave a steady
             177 N / 400 N·m on a standing body, 40 gives 5 N / 0 N·m).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
+        assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
+            horizontal root assist, a leaky integral (it forgets with time constant
+            ``assist_i_time``, so a standing body's fraction of a millimetre of offset never
+            winds it up) clamped to ``assist_i_max``. Without it a root that falls behind early keeps
+            its lag: each stance foot lands and holds (friction) where the lagging body puts it,
+            so a proportional pull stops at the lag where it meets the feet's friction
+            (measured: the Plug-in Gait walk's root 4.1 cm behind for the whole take; with the
+            integral 0.9 cm, for the same mean force). Horizontal only: a vertical integral
+            would end up carrying the body's weight.
         level_feet: ``track`` turns each reference foot about its own bone (heel -> toe axis)
             so its sole faces the floor. ``retarget`` fixes bone directions only, so the twist
             about the foot bone is arbitrary (the demo walk's feet are rolled ~80 deg onto
@@ -100,6 +109,9 @@ class TrackingSettings:
     assist_rot_kd: float = 40.0
     assist_max_force: float = 700.0
     assist_max_torque: float = 400.0
+    assist_ki: float = 1000.0
+    assist_i_time: float = 0.5
+    assist_i_max: float = 0.03
     level_feet: bool = True
     ground_reference: bool = True
     fall_root_ratio: float = 0.5
@@ -206,6 +218,7 @@ class Tracker:
             v = (p1 - root_pos) / dt
             w = _ang_vel(root_rot, r1, dt, local=False)
             ja = _ang_vel(lrot, l1, dt, local=True)
+        self._ierr = np.zeros(3)                 # integral of the root's horizontal error, m·s
         self.char.reset(root_pos, lrot, v, w, ja)
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
@@ -258,7 +271,12 @@ class Tracker:
                 tp = pos0 + a * (pos1 - pos0)
                 tr = quat.slerp(rot0, rot1, a)
                 x, q, v, w = self.char.base_state()
-                f = self.mass * (s.assist_kp * (tp - x) + s.assist_kd * (vel1 - v))
+                e = tp - x
+                leak = self._ierr[:2] / s.assist_i_time
+                self._ierr[:2] = np.clip(self._ierr[:2] + (e[:2] - leak) * self.timestep,
+                                         -s.assist_i_max, s.assist_i_max)
+                f = self.mass * (s.assist_kp * e + s.assist_kd * (vel1 - v)
+                                 + s.assist_ki * self._ierr)
                 f = _clamp(f, s.assist_max_force)
                 err = quat.to_scaled_axis(quat.abs_w(quat.mul(tr, quat.conj(q))))
                 t = s.assist_rot_kp * err + s.assist_rot_kd * (ang1 - w)
