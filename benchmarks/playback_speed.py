@@ -5,9 +5,10 @@ humanoid): clips, the solved real captures, and motion matching coupled live.
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
-runs also with balance feedback (``physical+torque``, ``physical+motors``: ``TrackingSettings(
-balance=True)``, ``BalanceSettings.drive``), 20 s where the reference allows, with the time of
-the first fall and ``lost``: when the root first strays 0.5 m from the reference's.
+runs also with balance feedback (``phys+torque``, ``phys+motors``: ``TrackingSettings(
+balance=True)``, ``BalanceSettings.drive``; ``phys+step``: ``balance.STEPPING``), 20 s where
+the reference allows, with the time of the first fall and ``lost``: when the root first strays
+0.5 m from the reference's.
 """
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ from physmocap.matching.database import resample
 from physmocap.matching.retarget import retarget
 from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, track
-from physmocap.playback.balance import BalanceSettings
+from physmocap.playback.balance import STEPPING, BalanceSettings
 from physmocap.scene import load_body
 
 # fully physical variants: no balance feedback (the default), and the two balance drives
 PHYSICAL = {"physical": TrackingSettings(),
             "phys+torque": TrackingSettings(balance=True),
             "phys+motors": TrackingSettings(balance=True,
-                                            balance_gains=BalanceSettings(drive="motors"))}
+                                            balance_gains=BalanceSettings(drive="motors")),
+            "phys+step": TrackingSettings(balance=True, balance_gains=STEPPING)}
 
 
 def lost_s(res) -> str:
@@ -98,7 +100,7 @@ def live() -> None:
         src = load_input(_resolve(name, "inputs", "input"))
         runs = [("assist", TrackingSettings(), 10.0), ("physical", PHYSICAL["physical"], 20.0)]
         if name in ("straight_walk", "stop_and_go"):     # the issue's walking inputs
-            runs += [(m, PHYSICAL[m], 20.0) for m in ("phys+torque", "phys+motors")]
+            runs += [(m, PHYSICAL[m], 20.0) for m in ("phys+torque", "phys+motors", "phys+step")]
         for mode, s, dur in runs:
             lr = run_live(Controller(db, feats, src), dur,
                           mode="assist" if mode == "assist" else "physical", settings=s)

@@ -73,6 +73,9 @@ class TrackingSettings:
             Retargeted clips often float (or sink) a few cm; a root assist toward a floating
             root then carries the body weight instead of the legs.
         fall_root_ratio, fall_head_height, fall_seconds: the fall rule (see module doc).
+        fall_speed: m/s, a root faster than this is a fall at once ("unstable"): a blown-up
+            simulation flings the body about, its root and head low only now and then, and
+            the rule above alone reported no fall for a body thrown 458 m in 20 s.
         head: name of the head joint (for the fall rule).
         balance: in ``"physical"`` mode, drive the joints with ``balance.BalanceController``
             (torso control, foot placement, stance ankles bounded by their soles; joint torques
@@ -105,6 +108,7 @@ class TrackingSettings:
     fall_root_ratio: float = 0.5
     fall_head_height: float = 0.6
     fall_seconds: float = 0.5
+    fall_speed: float = 20.0
     head: str = "Head"
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
@@ -215,6 +219,7 @@ class Tracker:
                                        np.zeros(3) if w is None else w,
                                        np.zeros((self.J, 3)) if ja is None else ja, 0.0)
         self.frame, self.time, self._low = 0, 0.0, 0.0
+        self._root = root_pos
         self.fallen, self.falls = False, []
 
     # --- one frame ------------------------------------------------------------------------
@@ -279,13 +284,17 @@ class Tracker:
         self.time += n * self.timestep
         low = root[2] < s.fall_root_ratio * pos1[2] or head_z < s.fall_head_height
         self._low = self._low + n * self.timestep if low else 0.0
+        speed = float(np.linalg.norm(root - self._root)) / (n * self.timestep)
+        self._root = root
+        flung = speed > s.fall_speed
         event = None
-        now_fallen = self._low > s.fall_seconds
+        now_fallen = self._low > s.fall_seconds or flung
         if now_fallen and not self.fallen:
             start = self.time - self._low
             event = {"frame": self.frame - 1, "time_s": round(self.time, 4),
                      "since_s": round(start, 4),
-                     "reason": "head low" if head_z < s.fall_head_height else "root low"}
+                     "reason": "unstable" if flung else
+                     "head low" if head_z < s.fall_head_height else "root low"}
             self.falls.append(event)
         self.fallen = now_fallen
         info = {"assist_force_n": fsum / n, "assist_torque_nm": tsum / n, "contacts": feet,
