@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
+from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate
 from .character import foot_box, foot_joints, segment_centres
@@ -68,6 +69,9 @@ def support(motion: Motion, body: BodyTemplate, contact_height: float = 0.02,
         body: the simulated body template (its masses place the centre of mass).
         contact_height, ankle_height: m, the planted rule (``Support.planted``).
     """
+    if not motion.skeleton.same_structure(body.skeleton):
+        raise ShapeError(f"support: the motion's skeleton ({len(motion.skeleton)} joints) is not "
+                         f"the body template {body.name!r}; retarget it first")
     gpos, grot = motion.gpos, motion.grot
     F = motion.n_frames
     m = np.asarray(body.mass, float)
