@@ -80,12 +80,15 @@ class BalanceSettings:
         load_filter: s, time constant of the filter on the feet's measured loads.
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
-        motor_kp, motor_kd: the motors' position and velocity gains (motors drive).
+        motor_kp, motor_kd: the motors' position and velocity gains (motors drive). At 1 a
+            motor asks for the whole error back within one physics step: rigid legs, and every
+            landing an impact of 3-10 body weights that throws the body back into the air;
+            ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
         down: 0..1, no balance feedback while the centre of mass is below this fraction of
             the reference's height (the body is down).
-        ankle_height: m; > 0: a reference foot is on the floor only while its ankle is also
-            within this of its standing height (the demo walk's swing toe brushes the floor
-            0.07 s before its heel strikes, and ended the swing there).
+        plant_speed: m/s; > 0: a reference foot is on the floor only while its ankle also
+            moves slower than this (low and slow: the demo walk's swing toe brushes the floor
+            at speed 0.07 s before its heel strikes, and ended the swing there).
         swing_ik: the swing leg by two-bone IK on the simulated pelvis (``_swing_ik``): the
             ankle at the reference's height above the floor, horizontally at the reference's
             place relative to its centre of mass moved with the simulated one, plus the
@@ -137,7 +140,7 @@ class BalanceSettings:
     motor_kd: float = 1.0
     down: float = 0.6
     swing_ik: bool = False
-    ankle_height: float = 0.0
+    plant_speed: float = 0.0
     leg_ik: bool = False
     clearance: float = 0.0
     touchdown: bool = False
@@ -160,12 +163,13 @@ class BalanceSettings:
 
 DRIVES = ("torque", "motors")
 
-# Foot placement and legs by IK on the joint motors: each option removes one measured way the
-# body fell (``BalanceSettings``); together they keep it up longer than any other variant, not
-# for 20 s (README, "Measured": first fall 3.7 s on the demo walk, 2.5 s live).
-STEPPING = BalanceSettings(drive="motors", ankle_height=0.015, swing_ik=True, level_swing=True,
-                           clearance=0.03, touchdown=True, leg_ik=True, flat_stance=True,
-                           capture=True, capture_forward=-0.03, ik_kz=0.1)
+# Compliant joint motors, capture-point foot placement and legs by IK: each option removes one
+# measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
+# looped to 20 s without a fall; the Bandai walk and the live inputs, which start from standing
+# and speed up within a second, still fall within 1-3 s.
+STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, plant_speed=1.0, swing_ik=True,
+                           level_swing=True, clearance=0.03, touchdown=True, leg_ik=True,
+                           flat_stance=True, capture=True, capture_forward=-0.03, ik_kz=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -275,10 +279,11 @@ class BalanceController:
         low = np.array([sz[self.foot_of_sole == s].min() for s in (0, 1)])
         on = low < self.s.contact_height
         self._low = low
-        if self.s.ankle_height > 0:
-            # a toe scuffing the floor mid-swing is not a stance foot: its ankle is still high
-            ank = x[[c[2] for c in self.chains], 2]
-            on &= ank < self.rest_ankle + self.s.ankle_height
+        if self.s.plant_speed > 0 and self.ref is not None and dt > 0:
+            # a foot is planted when low and slow: the demo walk's swing toe brushes the floor
+            # at speed 0.07 s before its heel strikes
+            sp = np.linalg.norm((x - self.ref["x"])[[c[2] for c in self.chains], :2], axis=-1) / dt
+            on &= sp < self.s.plant_speed
         ank = x[[c[2] for c in self.chains], 2]
         prev = self.ref["ankle_z"] if (self.ref is not None and dt > 0) else ank
         self._k = 0
