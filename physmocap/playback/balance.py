@@ -35,8 +35,22 @@ bounded so the centre of pressure stays under the sole (``ankle_lever`` heel-to-
 Stance comes from the simulation (the measured normal force on each foot in contact); the
 swing leg is the reference's (its foot off the floor while the other is on it).
 
-Measured (README, "Measured"): neither drive keeps the body up for long on the walking inputs
-(falls after 1.4-3 s, as without balance feedback); see ``benchmarks/playback_speed.py``.
+**Stepping** (``STEPPING``, motors drive; each option removes one measured way the body fell,
+``benchmarks/physical_diagnosis.py``): the joint motors compliant (``motor_kp``: stiff legs
+turned every landing into an impact that threw the body back into the air); the swing leg by
+two-bone IK on the simulated pelvis, its sole level and clear of the floor (the reference's
+swing toes point at the floor and tripped the body), landing at the capture point of the
+linear inverted pendulum; a swing foot that lands early becomes a stance foot (``touchdown``);
+stance legs by IK from where each foot stands, the pelvis to its reference orientation and
+height, the centre of mass toward the reference's place over the stance sole, the sole without
+roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
+only when low and slow (``plant_speed``).
+
+Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING`` the demo walk
+looped to 20 s walks without a fall (16.4 of the reference's 19.6 m, head never below 1.41 m);
+the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
+speed within a second, still fall after 1.8-2.7 s. Without stepping, neither drive keeps the
+body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
 
@@ -84,6 +98,9 @@ class BalanceSettings:
             motor asks for the whole error back within one physics step: rigid legs, and every
             landing an impact of 3-10 body weights that throws the body back into the air;
             ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
+        stiff_kp, stand_s: > 0: the motors' position gain once the reference has stood on both
+            feet for ``stand_s`` s (compliant motors let a standing body sag at the knees and
+            fall backward within 4 s).
         down: 0..1, no balance feedback while the centre of mass is below this fraction of
             the reference's height (the body is down).
         plant_speed: m/s; > 0: a reference foot is on the floor only while its ankle also
@@ -150,6 +167,8 @@ class BalanceSettings:
     capture_forward: float = -0.03
     capture_width: float = 0.06
     capture_blend: float = 0.3
+    stiff_kp: float = 0.0
+    stand_s: float = 0.3
     com_lateral: float = 0.015
     ik_kp: float = 0.3
     ik_kd: float = 0.03
@@ -167,9 +186,10 @@ DRIVES = ("torque", "motors")
 # measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
 # looped to 20 s without a fall; the Bandai walk and the live inputs, which start from standing
 # and speed up within a second, still fall within 1-3 s.
-STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, plant_speed=1.0, swing_ik=True,
-                           level_swing=True, clearance=0.03, touchdown=True, leg_ik=True,
-                           flat_stance=True, capture=True, capture_forward=-0.03, ik_kz=0.1)
+STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
+                           swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
+                           leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
+                           ik_kz=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -253,6 +273,7 @@ class BalanceController:
                                       for j in self.soles[0]])
         self.load = np.zeros(2)
         self._swt = np.zeros(2)
+        self._both = 0.0
         self._last_swing = []
         self.ref = None
         self._k = 0
@@ -289,6 +310,8 @@ class BalanceController:
         self._k = 0
         # seconds each leg has been swinging (by the last plan's swing sides)
         self._swt = np.where(np.isin([0, 1], self._last_swing), self._swt + max(dt, 0.0), 0.0)
+        # seconds the reference has had both feet planted (standing)
+        self._both = self._both + max(dt, 0.0) if on.all() else 0.0
         self.ref = {"ankle_z": ank, "falling_foot": ank < prev, "lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
                     "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on, "low": low,
                     "x": x, "g": g}
@@ -473,14 +496,17 @@ class BalanceController:
         lf = np.array([-fw[1], fw[0], 0.0])
         want = np.zeros(3)
         hz = 0.0
-        wsum = float(sum(wts[sd] for sd in stance))
         for sd in stance:
             hip, _, ankle = self.chains[sd]
             rel = r["com"] - r["x"][ankle]
-            lat = float(rel @ lf)
-            rel = rel + lf * (np.clip(lat, -s.com_lateral, s.com_lateral) - lat)
-            want += wts[sd] / wsum * (X[ankle] + rel)
-            hz += wts[sd] / wsum * (X[ankle, 2] - self.rest_ankle + r["x"][0, 2])
+            if len(stance) == 1:
+                lat = float(rel @ lf)
+                rel = rel + lf * (np.clip(lat, -s.com_lateral, s.com_lateral) - lat)
+            # both feet down: each counts the same, whatever it carries (weighted by the
+            # loads, the centre of mass was drawn toward the more loaded foot, which loaded it
+            # more: a standing body walked itself sideways off its feet)
+            want += (X[ankle] + rel) / len(stance)
+            hz += (X[ankle, 2] - self.rest_ankle + r["x"][0, 2]) / len(stance)
         dlt = s.ik_kp * (want - com) - s.ik_kd * (vcom - r["vcom"])
         dlt[2] = s.ik_kz * (hz - X[0, 2]) - s.ik_kd * (vcom[2] - r["vcom"][2])
         n = float(np.linalg.norm(dlt[:2]))
@@ -607,9 +633,14 @@ class BalanceController:
                 a = chain[2]
                 forces[a - 1] = wts[sd] * self.M * self.g * self.s.ankle_lever + \
                     (1 - wts[sd]) * self.max_torque[a]
+            # compliant while the reference steps (stiff legs make every landing an impact),
+            # stiff once it has stood ``stand_s`` (compliant ones let a standing body sag)
+            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s) \
+                else self.s.motor_kp
+            gains = np.full(self.J, kp)
             ch.p.setJointMotorControlMultiDofArray(
                 ch.body, ch.links, ch.p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
-                targetVelocities=jv[1:].tolist(), positionGains=[self.s.motor_kp] * (self.J - 1),
+                targetVelocities=jv[1:].tolist(), positionGains=gains[1:].tolist(),
                 velocityGains=[self.s.motor_kd] * (self.J - 1), forces=forces.tolist(),
                 physicsClientId=ch.client)
             self.info = {"stance_weights": wts, "com": com, "virtual_force": np.zeros(3),
