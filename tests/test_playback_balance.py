@@ -217,9 +217,9 @@ def test_stepping_first_step_lands_without_a_trip(body):
 def test_stepping_walks_without_falling(body):
     """The demo walk's first 8 s, fully physical: without feedback the head is below 1 m by
     1.0 s and the fall is reported at 1.56 s; with ``STEPPING`` the body walks on, upright (head
-    above 1.3 m; measured 1.42 m), 5 m or more along its reference's path (measured 7.25 of
-    8.92 m), feet at most 1 cm into the floor (measured 2.2 mm). The benchmark's 20 s loop: no
-    fall, 16.4 of 19.6 m."""
+    above 1.3 m; measured 1.41 m), 5 m or more along its reference's path (measured 7.18 of
+    8.92 m), feet at most 1 cm into the floor (measured 3.5 mm). The benchmark's 20 s loop: no
+    fall (``python benchmarks/playback_speed.py clips``)."""
     from physmocap.playback.balance import STEPPING
     ref = walk_start(body, 8.0)
     head = body.index("Head")
