@@ -1,7 +1,7 @@
 """Why fully physical playback falls: the measurements behind README "Measured".
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
-                                            (default: all four)
+                                            [live_start]   (default: all five)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -12,7 +12,9 @@
   and the motion-matched straight walk (as ``track`` prepares them: feet levelled, grounded);
 * ``anatomy``: the first fall of the demo walk without feedback, step by step: when the
   simulated swing foot first touches the floor against when the reference plants it, the peak
-  ground force then, and how long the body is then in the air.
+  ground force then, and how long the body is then in the air;
+* ``live_start``: the live walking inputs with ``balance.STEPPING``, physics from the first
+  frame (the reference starts from standing) or from 3 s in (already walking).
 """
 from __future__ import annotations
 
@@ -191,10 +193,54 @@ def anatomy() -> None:
     print(f"  fall reported at {fall * dt:.2f} s")
 
 
+def live_start() -> None:
+    """The live walking inputs with ``STEPPING``: physics from the first frame (the reference
+    starts from standing and reaches walking speed within a second) against physics started
+    once the controller has walked 3 s."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    print("\nlive, STEPPING, 20 s of physics: when the head first drops below 1 m")
+    for name in ("straight_walk", "stop_and_go"):
+        for skip in (0.0, 3.0):
+            ctrl = Controller(db, feats, load_input(_resolve(name, "inputs", "input")))
+            for _ in range(int(skip / ctrl.dt)):
+                ctrl.step()
+            down, start, rstart = None, None, None
+            with LivePlayback(ctrl, body, "physical", s) as lp:
+                for i in range(int(20.0 / ctrl.dt)):
+                    (rr, _), (sr, _), _ = lp.step()
+                    if start is None:
+                        start, rstart = sr.copy(), rr.copy()
+                    ch = lp.tracker.char
+                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                    if z < 1.0:
+                        down = (i + 1) * ctrl.dt
+                        break
+            walked = float(np.linalg.norm(sr[:2] - start[:2]))
+            ref = float(np.linalg.norm(rr[:2] - rstart[:2]))
+            print(f"  {name:14s} physics from {skip:.0f} s: "
+                  + (f"down at {down:.2f} s" if down else "up for 20 s")
+                  + f"; walked {walked:.1f} m (reference {ref:.1f} m)")
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
-             "anatomy": anatomy}
+             "anatomy": anatomy, "live_start": live_start}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")
