@@ -1,7 +1,7 @@
 """Why fully physical playback falls: the measurements behind README "Measured".
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
-                                            [live_start]   (default: all five)
+                                            [start_phase] [live_start]   (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -13,6 +13,7 @@
 * ``anatomy``: the first fall of the demo walk without feedback, step by step: when the
   simulated swing foot first touches the floor against when the reference plants it, the peak
   ground force then, and how long the body is then in the air;
+* ``start_phase``: the demo walk with ``balance.STEPPING`` started at other points of its cycle;
 * ``live_start``: the live walking inputs with ``balance.STEPPING``, physics from the first
   frame (the reference starts from standing) or from 3 s in (already walking).
 """
@@ -193,6 +194,26 @@ def anatomy() -> None:
     print(f"  fall reported at {fall * dt:.2f} s")
 
 
+def start_phase() -> None:
+    """The demo walk with ``STEPPING``, 20 s, started at other points of its 1.26 s cycle (the
+    body placed in that frame's pose with its velocities)."""
+    from physmocap.playback.balance import STEPPING
+    body = load_body()
+    _, walk = make_demo_capture()
+    head = body.index("Head")
+    big = loop_motion(walk, 18)
+    print("\ndemo walk, STEPPING, 20 s from other starting frames: when the head first drops "
+          "below 1 m")
+    for off in (0.0, 0.3, 0.6, 0.9):
+        k = int(round(off * walk.fps))
+        res = track(big[k:k + int(20 * walk.fps)], body, "physical",
+                    TrackingSettings(balance=True, balance_gains=STEPPING))
+        low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
+        walked = float(np.linalg.norm(res.motion.root_pos[-1, :2] - res.motion.root_pos[0, :2]))
+        print(f"  from {off:.1f} s: " + (f"down at {low[0] / walk.fps:.2f} s" if len(low)
+                                          else "up for 20 s") + f"; walked {walked:.1f} m")
+
+
 def live_start() -> None:
     """The live walking inputs with ``STEPPING``: physics from the first frame (the reference
     starts from standing and reaches walking speed within a second) against physics started
@@ -240,7 +261,7 @@ def live_start() -> None:
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
-             "anatomy": anatomy, "live_start": live_start}
+             "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

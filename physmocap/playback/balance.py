@@ -47,7 +47,8 @@ roll (the references' planted soles lean up to 8-9° onto an edge); a reference 
 only when low and slow (``plant_speed``).
 
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING`` the demo walk
-looped to 20 s walks without a fall (16.4 of the reference's 19.6 m, head never below 1.41 m);
+looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
+started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
 the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
 speed within a second, still fall after 1.8-2.7 s. Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
