@@ -50,7 +50,8 @@ Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING
 looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
 started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
 the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
-speed within a second, still fall after 1.8-2.7 s. Without stepping, neither drive keeps the
+speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s.
+Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
@@ -185,8 +186,8 @@ DRIVES = ("torque", "motors")
 
 # Compliant joint motors, capture-point foot placement and legs by IK: each option removes one
 # measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
-# looped to 20 s without a fall; the Bandai walk and the live inputs, which start from standing
-# and speed up within a second, still fall within 1-3 s.
+# looped to 20 s without a fall (from its first frame); the Bandai walk and the live inputs,
+# which start from standing and speed up within a second, still fall within 3.1 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
