@@ -65,7 +65,8 @@ def main() -> None:
              for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
     refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton, name_map=names), 60.0)
     print(f"{'reference':20s} {'mode':11s} {'frames':>6s} {'fps':>7s} {'err m':>6s} {'err 1s':>6s} "
-          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s} {'down':>6s}  falls")
+          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s} "
+          f"{'down':>6s}  falls")
     for name, ref in refs.items():
         # the demo walk cycle (1.26 s) looped to 20 s for the fully physical runs
         loops = 16 if name.startswith("demo") else 1

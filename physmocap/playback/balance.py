@@ -301,7 +301,6 @@ class BalanceController:
         sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
         low = np.array([sz[self.foot_of_sole == s].min() for s in (0, 1)])
         on = low < self.s.contact_height
-        self._low = low
         if self.s.plant_speed > 0 and self.ref is not None and dt > 0:
             # a foot is planted when low and slow: the demo walk's swing toe brushes the floor
             # at speed 0.07 s before its heel strikes
@@ -314,8 +313,9 @@ class BalanceController:
         self._swt = np.where(np.isin([0, 1], self._last_swing), self._swt + max(dt, 0.0), 0.0)
         # seconds the reference has had both feet planted (standing)
         self._both = self._both + max(dt, 0.0) if on.all() else 0.0
-        self.ref = {"ankle_z": ank, "falling_foot": ank < prev, "lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
+        self.ref = {"lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
                     "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on, "low": low,
+                    "ankle_z": ank, "falling_foot": ank < prev,
                     "x": x, "g": g}
 
     # --- one physics step -----------------------------------------------------------------
@@ -419,7 +419,7 @@ class BalanceController:
         jv = np.array(r["jvel"])
         stance = [sd for sd in (0, 1) if wts[sd] > 0 and sd not in swing]
         if s.leg_ik and stance:
-            self._stance_ik(stance, wts, target, X, R, com, vcom)
+            self._stance_ik(stance, target, X, com, vcom)
             flip = np.sum(target * q, axis=-1) < 0
             target[flip] *= -1.0
             return (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv
@@ -475,7 +475,7 @@ class BalanceController:
         T[:2] += (com - r["com"])[:2] + delta
         # toe clearance: the reference's own swing toe may brush the floor; a simulated one a
         # little lower (a body a little off its reference) stubs it and trips
-        foot = None
+        foot = None                            # the reference's world orientation
         if self.s.level_swing:
             # the swing sole held level, the ankle at least ``clearance`` above standing
             # height: the reference's own swing foot points its toes at the floor
@@ -486,7 +486,7 @@ class BalanceController:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
 
-    def _stance_ik(self, stance, wts, target, X, R, com, vcom) -> None:
+    def _stance_ik(self, stance, target, X, com, vcom) -> None:
         """Stance legs (``_leg_ik`` from where each foot stands): the pelvis is asked to its
         reference world orientation and moved so the centre of mass goes where the reference
         has it relative to the stance feet, its offset across each sole bounded by
