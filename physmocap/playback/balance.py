@@ -98,7 +98,8 @@ class BalanceSettings:
             and across the sole.
         motor_kp, motor_kd: the motors' position and velocity gains (motors drive). At 1 a
             motor asks for the whole error back within one physics step: rigid legs, and every
-            landing an impact of 3-10 body weights that throws the body back into the air;
+            landing an impact that throws the body back into the air (the demo walk's first:
+            2.8 body weights, 7 cm up; ``benchmarks/physical_diagnosis.py anatomy``);
             ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
         stiff_kp, stand_s: > 0: the motors' position gain once the reference has stood on both
             feet for ``stand_s`` s (compliant motors let a standing body sag at the knees and
