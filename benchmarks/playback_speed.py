@@ -5,9 +5,10 @@ humanoid): clips, the solved real captures, and motion matching coupled live.
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
-runs also with balance feedback (``physical+torque``, ``physical+motors``: ``TrackingSettings(
-balance=True)``, ``BalanceSettings.drive``), 20 s where the reference allows, with the time of
-the first fall and ``lost``: when the root first strays 0.5 m from the reference's.
+runs also with balance feedback (``phys+torque``, ``phys+motors``: ``TrackingSettings(
+balance=True)``, ``BalanceSettings.drive``; ``phys+step``: ``balance.STEPPING``), 20 s where
+the reference allows, with the time of the first fall, ``lost``: when the root first strays
+0.5 m from the reference's, and ``down``: when the head first drops below 1 m.
 """
 from __future__ import annotations
 
@@ -22,14 +23,24 @@ from physmocap.matching.database import resample
 from physmocap.matching.retarget import retarget
 from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, track
-from physmocap.playback.balance import BalanceSettings
+from physmocap.playback.balance import STEPPING, BalanceSettings
 from physmocap.scene import load_body
 
 # fully physical variants: no balance feedback (the default), and the two balance drives
 PHYSICAL = {"physical": TrackingSettings(),
             "phys+torque": TrackingSettings(balance=True),
             "phys+motors": TrackingSettings(balance=True,
-                                            balance_gains=BalanceSettings(drive="motors"))}
+                                            balance_gains=BalanceSettings(drive="motors")),
+            "phys+step": TrackingSettings(balance=True, balance_gains=STEPPING)}
+
+
+def down_s(res, body) -> str:
+    """s, when the simulated head first drops below 1 m (standing: 1.6 m): the body is down,
+    often well before the fall rule (head below 0.6 m or root below half the reference's
+    height, for 0.5 s) reports a fall."""
+    h = res.motion.gpos[:, body.index("Head"), 2]
+    low = np.nonzero(h < 1.0)[0]
+    return f"{low[0] / res.motion.fps:.2f}s" if len(low) else "-"
 
 
 def lost_s(res) -> str:
@@ -54,7 +65,8 @@ def main() -> None:
              for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
     refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton, name_map=names), 60.0)
     print(f"{'reference':20s} {'mode':11s} {'frames':>6s} {'fps':>7s} {'err m':>6s} {'err 1s':>6s} "
-          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s}  falls")
+          f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s} "
+          f"{'down':>6s}  falls")
     for name, ref in refs.items():
         # the demo walk cycle (1.26 s) looped to 20 s for the fully physical runs
         loops = 16 if name.startswith("demo") else 1
@@ -68,7 +80,7 @@ def main() -> None:
             print(f"{name:20s} {mode:11s} {rep['frames']:6d} {rep['frames_per_second']:7.0f} "
                   f"{rep['tracking_error_m']:6.3f} {err1:6.3f} {rep['root_assist_force_mean_n']:7.1f} "
                   f"{rep['root_assist_force_max_n']:6.1f} {rep['penetration_max_mm']:6.1f} "
-                  f"{rep['foot_skate_mm']:6.1f} {lost_s(res):>6s}  {falls}")
+                  f"{rep['foot_skate_mm']:6.1f} {lost_s(res):>6s} {down_s(res, body):>6s}  {falls}")
 
 
 def live() -> None:
@@ -92,13 +104,13 @@ def live() -> None:
     print(f"\nlive coupling, database {db.n_frames} frames ({len(files)} clips); assist 10 s, "
           f"physical 20 s per input")
     print(f"{'input':14s} {'mode':11s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
-          f"{'skate':>6s} {'lost':>6s}  falls")
+          f"{'skate':>6s} {'lost':>6s} {'down':>6s}  falls")
     inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
     for name in inputs:
         src = load_input(_resolve(name, "inputs", "input"))
         runs = [("assist", TrackingSettings(), 10.0), ("physical", PHYSICAL["physical"], 20.0)]
         if name in ("straight_walk", "stop_and_go"):     # the issue's walking inputs
-            runs += [(m, PHYSICAL[m], 20.0) for m in ("phys+torque", "phys+motors")]
+            runs += [(m, PHYSICAL[m], 20.0) for m in ("phys+torque", "phys+motors", "phys+step")]
         for mode, s, dur in runs:
             lr = run_live(Controller(db, feats, src), dur,
                           mode="assist" if mode == "assist" else "physical", settings=s)
@@ -107,7 +119,7 @@ def live() -> None:
             print(f"{name:14s} {mode:11s} {rep['tracking_error_m']:6.3f} "
                   f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
                   f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f} "
-                  f"{lost_s(lr.result):>6s}  {falls}")
+                  f"{lost_s(lr.result):>6s} {down_s(lr.result, load_body()):>6s}  {falls}")
     print("\nspeed, straight_walk, median of 3 runs of 10 s")
     print(f"{'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} {'ctrl ms':>7s} {'phys ms':>7s} "
           f"{'controller alone fps':>21s}")

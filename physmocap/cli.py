@@ -494,7 +494,8 @@ def cmd_play(args) -> int:
     body = load_body()
     if motion.skeleton.names != body.skeleton.names:
         motion = retarget(motion, body.skeleton)
-    result = track(motion, body, mode=args.mode, progress=Progress(not args.quiet))
+    result = track(motion, body, mode=args.mode, settings=_play_settings(args),
+                   progress=Progress(not args.quiet))
     write_bvh(result.motion, args.output)
     rep = result.report()
     rep.update(source=str(args.motion), output=str(args.output))
@@ -510,6 +511,18 @@ def cmd_play(args) -> int:
     return 0
 
 
+def _play_settings(args):
+    """``TrackingSettings`` of ``play``: ``--balance stepping`` gives a fully physical body the
+    stepping balance controller (``playback.balance.STEPPING``)."""
+    from .playback.balance import STEPPING
+    from .playback.track import TrackingSettings
+    if args.balance == "stepping":
+        if args.mode != "physical":
+            args.parser.error("--balance stepping needs --mode physical")
+        return TrackingSettings(balance=True, balance_gains=STEPPING)
+    return TrackingSettings()
+
+
 def _play_live(args) -> int:
     """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
     from .io.atomic import atomic_write_text
@@ -522,7 +535,8 @@ def _play_live(args) -> int:
                              "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
                              "head_circle) or a file", args.motion)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
-    live = run_live(ctrl, duration, mode=args.mode, progress=Progress(not args.quiet))
+    live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
+                    progress=Progress(not args.quiet))
     write_bvh(live.result.motion, args.output)
     rep = live.report()
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
@@ -739,6 +753,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
                     help="assist: bounded root force and torque; physical: none (may fall)")
+    sp.add_argument("--balance", choices=("none", "stepping"), default="none",
+                    help="with --mode physical: stepping = balance feedback that keeps a walk "
+                    "up (foot placement, leg IK, compliant joints); none = PD tracking only")
+    sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
     sp = add("batch", cmd_batch, "solve every capture in a folder (resumable; local or Dask)")

@@ -265,3 +265,21 @@ def test_play_writes_simulated_motion_and_report(tmp_path, capsys):
     assert (tmp_path / "sim.bvh").stat().st_size > 0
     code, out, err = run(["play", str(tmp_path / "db.npz"), "-o", str(tmp_path / "x.bvh")], capsys)
     assert code == 1 and "--input" in err and len(err.strip().splitlines()) == 1
+
+
+def test_play_physical_with_stepping_balance(tmp_path, capsys):
+    """``--mode physical --balance stepping``: the demo clip (1.26 s) plays without a root
+    assist and without a fall (with ``--balance none`` it falls at 1.56 s of a longer walk);
+    ``--balance stepping`` without ``--mode physical`` is a usage error (exit 2)."""
+    from physmocap.io.deepmimic import pybullet_motion_path
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
+                          str(tmp_path / "p.json"), "--mode", "physical", "--balance",
+                          "stepping", "-q"], capsys)
+    assert code == 0
+    rep = json.loads((tmp_path / "p.json").read_text())
+    assert rep["mode"] == "physical" and rep["root_assist_force_max_n"] == 0.0
+    assert rep["falls"] == []
+    with pytest.raises(SystemExit) as e:
+        run(["play", clip, "-o", str(tmp_path / "x.bvh"), "--balance", "stepping"], capsys)
+    assert e.value.code == 2

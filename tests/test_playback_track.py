@@ -109,6 +109,20 @@ def test_zero_gains_fall_detected_in_physical_mode(body):
     assert r.motion.gpos[-1, body.index("Head"), 2] < 0.6
 
 
+def test_flung_body_is_a_fall_at_once(body):
+    """A body thrown at 30 m/s (what a blown-up simulation does) is a fall on the first frame,
+    reason "unstable"; a body standing still is not (the rule is the root's speed)."""
+    ref = standing(body, 0.2)
+    with Tracker(body, "physical") as tr:
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0])
+        info = tr.step(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1], 1 / 60)[3]
+        assert not info["fallen"] and info["fall"] is None
+        tr.char.reset(ref.root_pos[1], ref.lrot[1], root_vel=np.array([30.0, 0.0, 0.0]))
+        info = tr.step(ref.root_pos[2], ref.lrot[2, 0], ref.lrot[2], 1 / 60)[3]
+    assert info["fallen"] and info["fall"]["reason"] == "unstable"
+    assert [f["reason"] for f in tr.falls] == ["unstable"]
+
+
 def test_assist_clamped(body):
     s = TrackingSettings(assist_max_force=50.0, assist_max_torque=20.0)
     ref = standing(body, 0.5)

@@ -35,8 +35,24 @@ bounded so the centre of pressure stays under the sole (``ankle_lever`` heel-to-
 Stance comes from the simulation (the measured normal force on each foot in contact); the
 swing leg is the reference's (its foot off the floor while the other is on it).
 
-Measured (README, "Measured"): neither drive keeps the body up for long on the walking inputs
-(falls after 1.4-3 s, as without balance feedback); see ``benchmarks/playback_speed.py``.
+**Stepping** (``STEPPING``, motors drive; each option removes one measured way the body fell,
+``benchmarks/physical_diagnosis.py``): the joint motors compliant (``motor_kp``: stiff legs
+turned every landing into an impact that threw the body back into the air); the swing leg by
+two-bone IK on the simulated pelvis, its sole level and clear of the floor (the reference's
+swing toes point at the floor and tripped the body), landing at the capture point of the
+linear inverted pendulum; a swing foot that lands early becomes a stance foot (``touchdown``);
+stance legs by IK from where each foot stands, the pelvis to its reference orientation and
+height, the centre of mass toward the reference's place over the stance sole, the sole without
+roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
+only when low and slow (``plant_speed``).
+
+Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING`` the demo walk
+looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
+started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
+the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
+speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s.
+Without stepping, neither drive keeps the
+body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
 
@@ -48,7 +64,7 @@ from .. import quat
 from ..skeleton import forward_kinematics_frame
 from .character import Character, foot_joints
 
-__all__ = ["BalanceSettings", "BalanceController", "DRIVES"]
+__all__ = ["BalanceSettings", "BalanceController", "DRIVES", "STEPPING"]
 
 _Z = np.array([0.0, 0.0, 1.0])
 
@@ -80,9 +96,42 @@ class BalanceSettings:
         load_filter: s, time constant of the filter on the feet's measured loads.
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
-        motor_kp, motor_kd: the motors' position and velocity gains (motors drive).
+        motor_kp, motor_kd: the motors' position and velocity gains (motors drive). At 1 a
+            motor asks for the whole error back within one physics step: rigid legs, and every
+            landing an impact that throws the body back into the air (the demo walk's first:
+            2.8 body weights, 7 cm up; ``benchmarks/physical_diagnosis.py anatomy``);
+            ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
+        stiff_kp, stand_s: > 0: the motors' position gain once the reference has stood on both
+            feet for ``stand_s`` s (compliant motors let a standing body sag at the knees and
+            fall backward within 4 s).
         down: 0..1, no balance feedback while the centre of mass is below this fraction of
             the reference's height (the body is down).
+        plant_speed: m/s; > 0: a reference foot is on the floor only while its ankle also
+            moves slower than this (low and slow: the demo walk's swing toe brushes the floor
+            at speed 0.07 s before its heel strikes, and ended the swing there).
+        swing_ik: the swing leg by two-bone IK on the simulated pelvis (``_swing_ik``): the
+            ankle at the reference's height above the floor, horizontally at the reference's
+            place relative to its centre of mass moved with the simulated one, plus the
+            placement offset; else the swing thigh turned in world coordinates (SIMBICON).
+        level_swing, clearance: the swing sole held level and its ankle at least
+            ``clearance`` m above standing height (else: lifted so the reference's lowest sole
+            point clears ``clearance``). The reference's swing foot points its toes at the
+            floor; a body a little lower than its reference stubs them and trips (measured:
+            2.8 body weights on the toes, 7 cm into the air, the first fall).
+        touchdown: a swing foot that lands while its reference is still coming down is a
+            stance foot from then on (a stiff leg driven on toward a reference in the air
+            vaults the body off the floor).
+        leg_ik: stance legs by IK from where each foot stands (``_stance_ik``): the pelvis
+            toward its reference world orientation and height, the centre of mass toward the
+            reference's place over the stance feet, its offset across each sole bounded by
+            ``com_lateral`` m; ``ik_kp``, ``ik_kd`` (per frame, s), ``ik_kz``: gains of that
+            move, ``ik_max`` m its bound per frame.
+        flat_stance: a stance sole's target has no roll across (the references' planted
+            soles lean up to 8-9° onto one edge; a stiff ankle stands the body on that edge).
+        capture, capture_forward, capture_width, capture_blend: foot placement at the
+            capture point of the linear inverted pendulum (``com + v / ω``, ``ω = √(g/h)``),
+            ``capture_forward`` m ahead of it and ``capture_width`` m outward, blended in
+            over the first ``capture_blend`` s of the swing (``swing_ik`` only).
     """
 
     drive: str = "torque"
@@ -110,6 +159,24 @@ class BalanceSettings:
     motor_kp: float = 1.0
     motor_kd: float = 1.0
     down: float = 0.6
+    swing_ik: bool = False
+    plant_speed: float = 0.0
+    leg_ik: bool = False
+    clearance: float = 0.0
+    touchdown: bool = False
+    level_swing: bool = False
+    flat_stance: bool = False
+    capture: bool = False
+    capture_forward: float = -0.03
+    capture_width: float = 0.06
+    capture_blend: float = 0.3
+    stiff_kp: float = 0.0
+    stand_s: float = 0.3
+    com_lateral: float = 0.015
+    ik_kp: float = 0.3
+    ik_kd: float = 0.03
+    ik_max: float = 0.05
+    ik_kz: float = 1.0
 
     def __post_init__(self):
         if self.drive not in DRIVES:
@@ -117,6 +184,15 @@ class BalanceSettings:
 
 
 DRIVES = ("torque", "motors")
+
+# Compliant joint motors, capture-point foot placement and legs by IK: each option removes one
+# measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
+# looped to 20 s without a fall (from its first frame); the Bandai walk and the live inputs,
+# which start from standing and speed up within a second, still fall within 3.1 s.
+STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
+                           swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
+                           leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
+                           ik_kz=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -189,13 +265,19 @@ class BalanceController:
             knee = int(self.par[ankle])
             self.chains.append((int(self.par[knee]), knee, ankle))
         self.hips = [c[0] for c in self.chains]
+        ka = np.asarray(body.axis[self.chains[0][1]], float)
+        self.knee_axis = ka if np.all(np.isfinite(ka)) else np.array([0.0, 1.0, 0.0])
         self.spine = [j for j in range(1, J) if self.par[j] == 0 and j not in self.hips]
         x, _ = forward_kinematics_frame(sk, quat.identity((J,)), sk.offsets[0])
         self.leg_len = float(np.linalg.norm(x[self.chains[0][0]] - x[self.chains[0][2]]))
+        self.rest_ankle = float(x[self.chains[0][2], 2])   # m, above the floor standing
         self.soles = sole_points(body)
         self.foot_of_sole = np.array([0 if j in foot_joints(body)[0] else 1
                                       for j in self.soles[0]])
         self.load = np.zeros(2)
+        self._swt = np.zeros(2)
+        self._both = 0.0
+        self._last_swing = []
         self.ref = None
         self._k = 0
         self._ref_com = None
@@ -220,9 +302,21 @@ class BalanceController:
         sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
         low = np.array([sz[self.foot_of_sole == s].min() for s in (0, 1)])
         on = low < self.s.contact_height
+        if self.s.plant_speed > 0 and self.ref is not None and dt > 0:
+            # a foot is planted when low and slow: the demo walk's swing toe brushes the floor
+            # at speed 0.07 s before its heel strikes
+            sp = np.linalg.norm((x - self.ref["x"])[[c[2] for c in self.chains], :2], axis=-1) / dt
+            on &= sp < self.s.plant_speed
+        ank = x[[c[2] for c in self.chains], 2]
+        prev = self.ref["ankle_z"] if (self.ref is not None and dt > 0) else ank
         self._k = 0
+        # seconds each leg has been swinging (by the last plan's swing sides)
+        self._swt = np.where(np.isin([0, 1], self._last_swing), self._swt + max(dt, 0.0), 0.0)
+        # seconds the reference has had both feet planted (standing)
+        self._both = self._both + max(dt, 0.0) if on.all() else 0.0
         self.ref = {"lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
-                    "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on,
+                    "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on, "low": low,
+                    "ankle_z": ank, "falling_foot": ank < prev,
                     "x": x, "g": g}
 
     # --- one physics step -----------------------------------------------------------------
@@ -281,6 +375,11 @@ class BalanceController:
         # world-frame targets of a body on the floor whip its limbs about
         up = com[2] > s.down * r["com"][2]
         swing = [sd for sd in (0, 1) if not r["on"][sd] and r["on"][1 - sd]] if up else []
+        if s.touchdown:
+            # a swing foot that comes down on the floor before its reference does is a stance
+            # foot from then on (SIMBICON's state machine switches on contact): driven on
+            # toward a reference still in the air, a stiff leg vaults the body off the floor
+            swing = [sd for sd in swing if not (wts[sd] > 0 and r["falling_foot"][sd])]
         if not up:
             wts = np.zeros(2)
         for sd in swing:
@@ -296,6 +395,18 @@ class BalanceController:
             delta = fw * (s.place_cd * (d @ fw) + s.place_cv * (v @ fw)) + \
                 lf * (s.place_cd_lat * (d @ lf) + s.place_cv_lat * (v @ lf) +
                       out * s.step_width)
+            if s.swing_ik:
+                if s.capture:
+                    # capture-point placement (linear inverted pendulum): the foot lands where
+                    # the centre of mass would come to rest over it, ``capture_forward``
+                    # behind it so the walk goes on, ``capture_width`` outward
+                    om = np.sqrt(self.g / max(float(com[2] - X[self.chains[1 - sd][2], 2]), 0.3))
+                    xi = com[:2] + vcom[:2] / om
+                    tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
+                    a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
+                    delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
+                self._swing_ik(sd, target, X, R, com, delta)
+                continue
             n = float(np.hypot(*delta))
             gt = r["g"][hip]
             if n > 1e-9:
@@ -305,6 +416,14 @@ class BalanceController:
                 gt = quat.mul(quat.from_axis_angle(u, n / self.leg_len), gt)
             target[hip] = quat.mul(quat.conj(R[0]), gt)
 
+        self._last_swing = list(swing)
+        jv = np.array(r["jvel"])
+        stance = [sd for sd in (0, 1) if wts[sd] > 0 and sd not in swing]
+        if s.leg_ik and stance:
+            self._stance_ik(stance, target, X, com, vcom)
+            flip = np.sum(target * q, axis=-1) < 0
+            target[flip] *= -1.0
+            return (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv
         # torso control (SIMBICON): a stance hip's target is the
         # rotation that puts the pelvis at its reference world orientation from where the
         # thigh is now, so the stance hip (not an external torque) turns the pelvis upright
@@ -322,6 +441,94 @@ class BalanceController:
         target[flip] *= -1.0
         st = (X, R, C, V, W, q, w, com, vcom)
         return st, wts, swing, target, jv
+
+    def _leg_ik(self, sd: int, target: np.ndarray, pelvis: np.ndarray, H: np.ndarray,
+                T: np.ndarray, foot: np.ndarray | None = None) -> None:
+        """Leg ``sd``'s hip, knee and ankle targets (written into ``target``, child frames) by
+        two-bone IK: with the pelvis at world rotation ``pelvis (4,)`` and the hip joint at
+        ``H (3,)``, the ankle reaches ``T (3,)`` (m, world; clamped to the leg's reach); the
+        knee bends about its hinge axis, the thigh keeps the reference's twist, and the foot
+        takes the reference's world orientation."""
+        r, sk = self.ref, self.sk
+        hip, knee, ankle = self.chains[sd]
+        a_off, b_off = sk.offsets[knee], sk.offsets[ankle]
+        la, lb = float(np.linalg.norm(a_off)), float(np.linalg.norm(b_off))
+        d = float(np.linalg.norm(T - H))
+        d = min(max(d, abs(la - lb) + 1e-3), 0.999 * (la + lb))
+        cth = (d * d - la * la - lb * lb) / (2 * la * lb)
+        qk = quat.from_axis_angle(self.knee_axis, float(np.arccos(np.clip(cth, -1.0, 1.0))))
+        gh = quat.mul(pelvis, r["lrot"][hip])
+        A = quat.rotate(gh, a_off + quat.rotate(qk, b_off))
+        gh = quat.mul(quat.between(A, T - H), gh)
+        gk = quat.mul(gh, qk)
+        target[hip] = quat.mul(quat.conj(pelvis), gh)
+        target[knee] = qk
+        target[ankle] = quat.mul(quat.conj(gk), r["g"][ankle] if foot is None else foot)
+
+    def _swing_ik(self, sd: int, target: np.ndarray, X, R, com, delta) -> None:
+        """Swing leg ``sd`` (``_leg_ik`` on the *simulated* pelvis): the ankle goes to the
+        reference's ankle height above the floor, horizontally where the reference puts it
+        relative to its centre of mass, moved with the simulated centre of mass and by the
+        placement offset ``delta`` ``(2,)`` m."""
+        r = self.ref
+        ankle = self.chains[sd][2]
+        T = np.array(r["x"][ankle], float)
+        T[:2] += (com - r["com"])[:2] + delta
+        # toe clearance: the reference's own swing toe may brush the floor; a simulated one a
+        # little lower (a body a little off its reference) stubs it and trips
+        foot = None                            # the reference's world orientation
+        if self.s.level_swing:
+            # the swing sole held level, the ankle at least ``clearance`` above standing
+            # height: the reference's own swing foot points its toes at the floor
+            g = r["g"][ankle]
+            foot = quat.mul(quat.between(quat.rotate(g, _Z), _Z), g)
+            T[2] = max(T[2], self.rest_ankle + self.s.clearance)
+        else:
+            T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
+        self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
+
+    def _stance_ik(self, stance, target, X, com, vcom) -> None:
+        """Stance legs (``_leg_ik`` from where each foot stands): the pelvis is asked to its
+        reference world orientation and moved so the centre of mass goes where the reference
+        has it relative to the stance feet, its offset across each sole bounded by
+        ``BalanceSettings.com_lateral`` (the reference's own may sit at the sole's edge)."""
+        s, r = self.s, self.ref
+        fw = quat.rotate(r["root_rot"], np.array([1.0, 0.0, 0.0]))
+        fw[2] = 0.0
+        fw /= max(float(np.linalg.norm(fw)), 1e-9)
+        lf = np.array([-fw[1], fw[0], 0.0])
+        want = np.zeros(3)
+        hz = 0.0
+        for sd in stance:
+            hip, _, ankle = self.chains[sd]
+            rel = r["com"] - r["x"][ankle]
+            if len(stance) == 1:
+                lat = float(rel @ lf)
+                rel = rel + lf * (np.clip(lat, -s.com_lateral, s.com_lateral) - lat)
+            # both feet down: each counts the same, whatever it carries (weighted by the
+            # loads, the centre of mass was drawn toward the more loaded foot, which loaded it
+            # more: a standing body walked itself sideways off its feet)
+            want += (X[ankle] + rel) / len(stance)
+            hz += (X[ankle, 2] - self.rest_ankle + r["x"][0, 2]) / len(stance)
+        dlt = s.ik_kp * (want - com) - s.ik_kd * (vcom - r["vcom"])
+        dlt[2] = s.ik_kz * (hz - X[0, 2]) - s.ik_kd * (vcom[2] - r["vcom"][2])
+        n = float(np.linalg.norm(dlt[:2]))
+        if n > s.ik_max:
+            dlt[:2] *= s.ik_max / n
+        P = X[0] + dlt
+        for sd in stance:
+            hip, _, ankle = self.chains[sd]
+            H = P + quat.rotate(r["root_rot"], self.sk.offsets[hip])
+            foot = None
+            if s.flat_stance:
+                # no roll across the sole: the reference's stance foot may lean a few degrees
+                # onto one edge, and a stiff ankle then stands the body on that edge (its
+                # centre of pressure at the sole's side, pushing the body the other way)
+                g = r["g"][ankle]
+                y = quat.rotate(g, np.array([0.0, 1.0, 0.0]))
+                yh = np.array([y[0], y[1], 0.0])
+                foot = quat.mul(quat.between(y, yh / max(float(np.linalg.norm(yh)), 1e-9)), g)
+            self._leg_ik(sd, target, r["root_rot"], H, X[ankle], foot)
 
     def torques(self, dt: float) -> np.ndarray:
         """``(J, 3)`` N·m, each joint's torque in its child frame for the next step of ``dt``
@@ -429,9 +636,14 @@ class BalanceController:
                 a = chain[2]
                 forces[a - 1] = wts[sd] * self.M * self.g * self.s.ankle_lever + \
                     (1 - wts[sd]) * self.max_torque[a]
+            # compliant while the reference steps (stiff legs make every landing an impact),
+            # stiff once it has stood ``stand_s`` (compliant ones let a standing body sag)
+            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s) \
+                else self.s.motor_kp
+            gains = np.full(self.J, kp)
             ch.p.setJointMotorControlMultiDofArray(
                 ch.body, ch.links, ch.p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
-                targetVelocities=jv[1:].tolist(), positionGains=[self.s.motor_kp] * (self.J - 1),
+                targetVelocities=jv[1:].tolist(), positionGains=gains[1:].tolist(),
                 velocityGains=[self.s.motor_kd] * (self.J - 1), forces=forces.tolist(),
                 physicsClientId=ch.client)
             self.info = {"stance_weights": wts, "com": com, "virtual_force": np.zeros(3),

@@ -25,7 +25,7 @@ from ..errors import PhysmocapError
 from ..scene import BodyTemplate
 from ..solver.body import import_pybullet
 
-__all__ = ["Character", "foot_joints", "foot_box"]
+__all__ = ["Character", "foot_joints", "foot_box", "segment_centres"]
 
 _Z = np.array([0.0, 0.0, 1.0])
 
@@ -56,6 +56,22 @@ def foot_box(body: BodyTemplate, j: int) -> tuple[np.ndarray, np.ndarray]:
     z0, z1 = -h, float(seg[2]) + 0.02
     return (np.array([0.5 * (x1 - x0), 0.045, 0.5 * (z1 - z0)]),
             np.array([0.5 * (x0 + x1), 0.0, 0.5 * (z0 + z1)]))
+
+
+def segment_centres(body: BodyTemplate) -> np.ndarray:
+    """``(J, 3)`` m, each segment's centre of mass in its joint frame, as ``Character`` builds
+    it: a foot box's centre, the joint itself for the pelvis and length-less segments, else the
+    middle of the segment."""
+    sk = body.skeleton
+    feet = sum(foot_joints(body), [])
+    out = np.zeros((len(sk), 3))
+    for j in range(len(sk)):
+        seg = _segment(body, j)
+        if j in feet:
+            out[j] = foot_box(body, j)[1]
+        elif not (float(np.linalg.norm(seg)) < 1e-3 * 20 or j == 0):
+            out[j] = 0.5 * seg
+    return out
 
 
 def _segment(body: BodyTemplate, j: int) -> np.ndarray:

@@ -1,0 +1,268 @@
+"""Why fully physical playback falls: the measurements behind README "Measured".
+
+    python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
+                                            [start_phase] [live_start]   (default: all)
+
+* ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
+  finer physics: solver iterations, time step, friction, armature (``min_inertia``);
+* ``one_leg``: the body standing on its right leg, centre of mass moved across the sole by
+  rolling the whole body about the ankle: the largest offset from the ankle line it holds for
+  5 s, at 10 and at 100 solver iterations (the sole's half-width is 4.5 cm);
+* ``references``: ``playback.diagnose.support_summary`` of the demo walk, the Bandai-Namco walk
+  and the motion-matched straight walk (as ``track`` prepares them: feet levelled, grounded);
+* ``anatomy``: the first fall of the demo walk without feedback, step by step: when the
+  simulated swing foot first touches the floor against when the reference plants it, the peak
+  ground force then, and how long the body is then in the air;
+* ``start_phase``: the demo walk with ``balance.STEPPING`` started at other points of its cycle;
+* ``live_start``: the live walking inputs with ``balance.STEPPING``, physics from the first
+  frame (the reference starts from standing) or from 3 s in (already walking).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from _common import data_dir
+
+from physmocap import quat
+from physmocap.demo import make_demo_capture
+from physmocap.motion import Motion
+from physmocap.playback import TrackingSettings, Tracker, track
+from physmocap.playback.diagnose import support, support_summary
+from physmocap.playback.track import ground_motion, level_feet, loop_motion
+from physmocap.scene import load_body
+from physmocap.skeleton import forward_kinematics_frame
+
+
+def first_fall(res) -> str:
+    return f"{res.falls[0]['time_s']:.2f} s" if res.falls else "none"
+
+
+def numerics() -> None:
+    body = load_body()
+    _, walk = make_demo_capture()
+    print("demo walk looped to 20 s, fully physical, no balance feedback: first fall")
+    for label, kw in [("default (1/240 s, 10 iterations, friction 0.4, armature 0.03)", {}),
+                      ("50 solver iterations", {"solver_iterations": 50}),
+                      ("100 solver iterations", {"solver_iterations": 100}),
+                      ("1/480 s", {"timestep": 1 / 480}),
+                      ("1/960 s, 30 iterations", {"timestep": 1 / 960, "solver_iterations": 30}),
+                      ("friction 0.9", {"friction": 0.9}),
+                      ("armature 0.005", {"min_inertia": 0.005})]:
+        t0 = time.perf_counter()
+        res = track(walk, body, "physical", TrackingSettings(**kw), loops=16)
+        print(f"  {label:62s} {first_fall(res):>8s}   ({time.perf_counter() - t0:.0f} s wall)")
+
+
+def one_leg_pose(body, lean: float, lift: float = 0.35):
+    """Root ``(3,)`` and ``lrot (J, 4)``: the body rolled by ``lean`` rad about the right ankle
+    (right leg vertical, left thigh lifted by ``lift`` rad, knee bent twice that)."""
+    sk = body.skeleton
+    J = len(sk)
+    i = body.index
+    X, Y = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+    lr = quat.identity((J,))
+    lr[0] = quat.from_axis_angle(X, lean)
+    lr[i("RightUpperLeg")] = quat.from_axis_angle(X, -lean)
+    lr[i("LeftUpperLeg")] = quat.mul(quat.from_axis_angle(X, -lean), quat.from_axis_angle(Y, -lift))
+    lr[i("LeftLowerLeg")] = quat.from_axis_angle(Y, 2 * lift)
+    lr[i("LeftFoot")] = quat.from_axis_angle(Y, -lift)
+    a = i("RightFoot")
+    x, _ = forward_kinematics_frame(sk, lr, np.zeros(3))
+    x0, _ = forward_kinematics_frame(sk, quat.identity((J,)), sk.offsets[0])
+    return x0[a] - x[a], lr
+
+
+def com_offset(body, root, lrot) -> float:
+    """m, the centre of mass's offset from the right ankle toward the left (+y)."""
+    from physmocap.playback.character import segment_centres
+    x, g = forward_kinematics_frame(body.skeleton, lrot, root)
+    m = np.asarray(body.mass)
+    c = m @ (x + quat.rotate(g, segment_centres(body))) / m.sum()
+    return float(c[1] - x[body.index("RightFoot"), 1])
+
+
+def one_leg_holds(body, offset: float, settings: TrackingSettings, seconds: float = 5.0) -> bool:
+    """Does the body stand ``seconds`` on its right foot with its centre of mass ``offset`` m
+    toward the left of the ankle line (the left foot never touching down)?"""
+    lo, hi = -0.3, 0.6
+    for _ in range(50):                      # the lean that puts the centre of mass there
+        mid = 0.5 * (lo + hi)
+        if com_offset(body, *one_leg_pose(body, mid)) > offset:
+            lo = mid
+        else:
+            hi = mid
+    root, lrot = one_leg_pose(body, 0.5 * (lo + hi))
+    with Tracker(body, "physical", settings) as tr:
+        tr.reset(root, lrot[0], lrot)
+        for _ in range(int(seconds * 60)):
+            _, _, _, info = tr.step(root, lrot[0], lrot, 1 / 60)
+            if info["contacts"][0] or not info["contacts"][1]:
+                return False
+    return True
+
+
+def one_leg() -> None:
+    body = load_body()
+    print("\nstanding 5 s on the right foot (sole half-width 4.5 cm): the largest centre-of-mass "
+          "offset from the ankle line that holds")
+    for label, s in [("10 solver iterations (default)", TrackingSettings()),
+                     ("100 solver iterations", TrackingSettings(solver_iterations=100))]:
+        held = [o for o in np.arange(0.0, 0.0451, 0.005) if one_leg_holds(body, o, s)]
+        fails = [o for o in np.arange(0.0, 0.0451, 0.005) if o not in held]
+        print(f"  {label:32s} holds up to {max(held) * 100 if held else float('nan'):.1f} cm; "
+              f"falls at {', '.join(f'{o * 100:.1f}' for o in fails) or '-'} cm")
+
+
+def prepared(motion, body):
+    return ground_motion(level_feet(motion, body, constant=True), body)
+
+
+def references() -> None:
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller, run_controller
+    from physmocap.matching.database import build_database, resample
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.retarget import retarget
+    from physmocap.matching.trajectory import load_input
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    _, walk = make_demo_capture()
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    src = read_bvh(folder / "dataset-2_walk_normal_001.bvh")
+    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
+             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
+    refs = {"demo walk (120 Hz)": walk,
+            "Bandai walk (60 Hz)": resample(retarget(src, body.skeleton, name_map=names), 60.0)}
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    mm, _ = run_controller(Controller(db, compute_features(db), load_input(
+        _resolve("straight_walk", "inputs", "input"))), 10.0)
+    refs["motion-matched straight walk"] = retarget(mm, body.skeleton, name_map=names)
+    print("\nreference support on the simulated feet (feet levelled, grounded as track does)")
+    print(f"{'reference':30s} {'single':>6s} {'CoM off med':>11s} {'p90':>6s} {'half w':>6s} "
+          f"{'roll max':>8s} {'slide max':>9s} {'at':>7s}")
+    for name, ref in refs.items():
+        s = support_summary(support(prepared(ref, body), body))
+        print(f"{name:30s} {s['single_stance_frames'] / ref.fps:5.1f}s "
+              f"{s['com_offset_median_m'] * 100:9.1f}cm {s['com_offset_p90_m'] * 100:4.1f}cm "
+              f"{s['sole_half_width_m'] * 100:4.1f}cm {s['sole_roll_max_deg']:7.1f}° "
+              f"{s['slide_max_m_s']:7.2f}m/s {s['slide_max_frame'] / ref.fps:6.2f}s")
+
+
+def anatomy() -> None:
+    body = load_body()
+    _, walk = make_demo_capture()
+    ref = prepared(loop_motion(walk, 2), body)
+    sup = support(ref, body)
+    W = float(body.total_mass) * 9.81
+    dt = 1.0 / ref.fps
+    rows = []
+    with Tracker(body, "physical", TrackingSettings()) as tr:
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0],
+                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1]), dt=dt)
+        for f in range(1, ref.n_frames):
+            root, _, _, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], dt)
+            feet, load, _ = tr.char.foot_loads()
+            rows.append((f, feet.copy(), load.copy(), root[2] - ref.root_pos[f, 2]))
+            if info["fallen"]:
+                break
+    print("\nanatomy of the first fall (demo walk, fully physical, no feedback)")
+    # the first foot the reference has in the air that the simulation puts down
+    for f, feet, load, dz in rows:
+        swing = ~sup.planted[f] & sup.planted[f, ::-1]
+        if f * dt > 0.1 and np.any(feet & swing):
+            sd = int(np.argmax(feet & swing))
+            plant = f + int(np.argmax(sup.planted[f:, sd]))
+            win = [r for r in rows if f <= r[0] < f + int(0.1 / dt)]
+            after = [r for r in rows if r[0] > f]
+            air = [r for r in after if not r[1].any()]
+            up = max(r[3] for r in after[:int(0.3 / dt)])
+            print(f"  {'left' if sd == 0 else 'right'} swing foot touches the floor at "
+                  f"{f * dt:.3f} s; the reference plants it at {plant * dt:.3f} s "
+                  f"({(plant - f) * dt * 1000:.0f} ms later)")
+            print(f"  peak ground force in the next 0.1 s: "
+                  f"{max(r[2].sum() for r in win) / W:.1f} body weights")
+            if air:
+                print(f"  then no foot on the floor from {air[0][0] * dt:.3f} s, "
+                      f"{len(air) * dt:.2f} s in the air in all; root up to {up * 100:.1f} cm "
+                      f"above the reference's")
+            break
+    fall = next((r[0] for r in rows if r is rows[-1]), None)
+    print(f"  fall reported at {fall * dt:.2f} s")
+
+
+def start_phase() -> None:
+    """The demo walk with ``STEPPING``, 20 s, started at other points of its 1.26 s cycle (the
+    body placed in that frame's pose with its velocities)."""
+    from physmocap.playback.balance import STEPPING
+    body = load_body()
+    _, walk = make_demo_capture()
+    head = body.index("Head")
+    big = loop_motion(walk, 18)
+    print("\ndemo walk, STEPPING, 20 s from other starting frames: when the head first drops "
+          "below 1 m")
+    for off in (0.0, 0.3, 0.6, 0.9):
+        k = int(round(off * walk.fps))
+        res = track(big[k:k + int(20 * walk.fps)], body, "physical",
+                    TrackingSettings(balance=True, balance_gains=STEPPING))
+        low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
+        walked = float(np.linalg.norm(res.motion.root_pos[-1, :2] - res.motion.root_pos[0, :2]))
+        print(f"  from {off:.1f} s: " + (f"down at {low[0] / walk.fps:.2f} s" if len(low)
+                                          else "up for 20 s") + f"; walked {walked:.1f} m")
+
+
+def live_start() -> None:
+    """The live walking inputs with ``STEPPING``: physics from the first frame (the reference
+    starts from standing and reaches walking speed within a second) against physics started
+    once the controller has walked 3 s."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    print("\nlive, STEPPING, 20 s of physics: when the head first drops below 1 m")
+    for name in ("straight_walk", "stop_and_go"):
+        for skip in (0.0, 3.0):
+            ctrl = Controller(db, feats, load_input(_resolve(name, "inputs", "input")))
+            for _ in range(int(skip / ctrl.dt)):
+                ctrl.step()
+            down, start, rstart = None, None, None
+            with LivePlayback(ctrl, body, "physical", s) as lp:
+                for i in range(int(20.0 / ctrl.dt)):
+                    (rr, _), (sr, _), _ = lp.step()
+                    if start is None:
+                        start, rstart = sr.copy(), rr.copy()
+                    ch = lp.tracker.char
+                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                    if z < 1.0:
+                        down = (i + 1) * ctrl.dt
+                        break
+            walked = float(np.linalg.norm(sr[:2] - start[:2]))
+            ref = float(np.linalg.norm(rr[:2] - rstart[:2]))
+            print(f"  {name:14s} physics from {skip:.0f} s: "
+                  + (f"down at {down:.2f} s" if down else "up for 20 s")
+                  + f"; walked {walked:.1f} m (reference {ref:.1f} m)")
+
+
+if __name__ == "__main__":
+    import sys
+    parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
+             "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start}
+    for part in (sys.argv[1:] or parts):
+        if part not in parts:
+            raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")
+        parts[part]()
