@@ -240,7 +240,7 @@ def test_dropout_and_forearm_gap(motion, markerset, clean):
 def test_hold_keeps_poorly_seen_segments_where_they_were(motion, markerset, clean):
     """``hold`` (the pipeline's ``TRACKING``): a take without gaps solves exactly as without it;
     with 30 % of the samples dropped the error grows less than frame by frame alone (measured
-    at 120 Hz, 3 markers per segment: +1.30 deg alone, +0.63 deg held)."""
+    at 120 Hz, 3 markers per segment: +1.30 deg alone, +0.03 deg held)."""
     from physmocap.solver.pipeline import TRACKING
     pos, res, err = clean
     held = solve_kinematic(motion.skeleton, markerset, pos, **TRACKING)

@@ -66,7 +66,7 @@ def test_gaps_and_drops_stay_bounded(truth):
     own previous equilibrium (``warm='previous'``): with 4 markers per segment the error outside
     the gap grows by under 1 degree (0.41-0.55 over seeds 2-5; with 3 per segment 0.79-1.20).
     The pipeline's default start, each frame's kinematic solve (with its ``TRACKING`` hold),
-    grows 0.59-1.00 with 4 and 0.78-1.04 with 3: ``python benchmarks/dropout.py``."""
+    grows 0.30-0.76 with 4 and 0.19-0.91 with 3: ``python benchmarks/dropout.py``."""
     markers = place_markers(truth, per_segment=4, rng=np.random.default_rng(0))
     rng = np.random.default_rng(2)
     forearm = [n for n, b in zip(markers.names, markers.body)

@@ -541,11 +541,12 @@ def _apply(lrot, root, delta, free_idx, R=None):
 def hold_prior(st: _Structure, start_lrot: np.ndarray, vis: np.ndarray) -> tuple:
     """Per-frame ``(W (n, npk, 3, 3), c (n, npk, 3))``: the rotation prior plus ``hold * I``
     toward the start pose ``start_lrot (n, J, 4)`` on the joints whose own segment shows fewer
-    markers than it carries, and fewer than two, in that frame (``vis (n, M)``), as one
-    quadratic. Segments seen as well as they can be are left to their markers (the fit stays
+    markers than it carries, and fewer than three, in that frame (``vis (n, M)``), as one
+    quadratic. (Two markers and the joint centre do fix a segment, but noisily: holding those
+    too halved the error growth under 30 % dropout against holding one-marker segments only.) Segments seen as well as they can be are left to their markers (the fit stays
     the optimum there: a take without gaps solves exactly as without ``hold``)."""
     seen = vis.astype(float) @ st.seg_markers                  # (n, npk) markers visible
-    weak = seen < np.minimum(2, st.seg_markers.sum(axis=0))
+    weak = seen < np.minimum(3, st.seg_markers.sum(axis=0))
     W = st.W0 + (st.hold * weak)[..., None, None] * np.eye(3)
     s = quat.to_scaled_axis(start_lrot[:, st.pj])
     rhs = st.W0c0 + st.hold * weak[..., None] * s
@@ -744,7 +745,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             builds one from joint kinds. All-zero ``W`` gives exactly the unregularised solve.
         hold: m^2/rad^2, >= 0: every free joint's rotation vector is also pulled toward its
             start pose (the frame solved before its batch, or ``init``) with ``hold * I``, a
-            temporal prior. A segment left with one marker (a rotation the frame cannot
+            temporal prior on the segments that show fewer than three of their markers in a
+            frame (``hold_prior``). A segment left with one marker (a rotation the frame cannot
             determine) then stays where the motion was instead of where noise pushes it; with
             ``hold = 1e-4`` 10 deg cost like one marker 1.7 mm off. 0: every frame alone.
     Returns:

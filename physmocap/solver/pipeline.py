@@ -66,9 +66,9 @@ def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
 
 
 #: How the kinematic reference solves a take frame after frame: each frame starts from the one
-#: before it, and a segment seen by fewer markers than it carries (and fewer than two) is held
+#: before it, and a segment seen by fewer markers than it carries (and fewer than three) is held
 #: toward that frame's pose (``solve_kinematic``'s ``hold``, m^2/rad^2). With 30 % of the samples
-#: dropped the joint-angle error outside a gap grew 1.5-2.3 deg without, 0.8-1.1 with
+#: dropped the joint-angle error outside a gap grew 1.5-2.3 deg without, 0.2-0.9 with
 #: (``benchmarks/dropout.py``); a take without gaps solves exactly as before.
 TRACKING = {"hold": 3e-3, "chunk_incomplete": 1}
 
