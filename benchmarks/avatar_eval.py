@@ -1,7 +1,12 @@
 """Three-point avatar against ground truth: held-out Bandai-Namco clips, head and wrists extracted,
 the body reconstructed, errors measured against the clip itself.
 
-    python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 4.0] [--quick]
+    python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
+                                     [--plot DIR]
+
+``--plot DIR`` writes one picture per held-out clip (``avatar_<clip>.png``, matplotlib): the
+lower-body error over time of each method, and the left ankle's forward position relative to
+the hips (the gait phase: a leg out of phase with the truth shows as a half-cycle shift).
 
 Database: the ``bandai-namco/ds2_normal_locomotion`` clips at 60 fps minus the held-out ones
 (every ``--every``-th clip from ``--offset``) AND minus every clip that shares at least 10 % of
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import data_dir
@@ -44,7 +50,7 @@ from scipy.spatial import cKDTree
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_report,
                                        extract_track, naive_avatar, run_avatar)
-from physmocap.matching.database import build_database
+from physmocap.matching.database import build_database, resample
 
 
 def leaking(motions, held: list[int], tol: float = 1e-3, share: float = 0.10) -> set[int]:
@@ -61,6 +67,52 @@ def leaking(motions, held: list[int], tol: float = 1e-3, share: float = 0.10) ->
     return out
 
 
+def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
+    """``folder/avatar_<name>.png``: lower-body error (m) over time per method, and the left
+    ankle's forward position relative to the hips (m) in the hips' heading frame, beside the
+    truth's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from physmocap import quat
+    from physmocap.matching.avatar import lower_body_joints
+    from physmocap.matching.trajectory import facing_from_yaw
+
+    def ankle_fwd(motion):
+        sk = motion.skeleton
+        hip_l, hip_r = sk.index("UpperLeg_L"), sk.index("UpperLeg_R")
+        left = motion.gpos[:, hip_l] - motion.gpos[:, hip_r]
+        yaw = np.arctan2(-left[:, 0], left[:, 1])          # forward = left x up
+        rel = motion.gpos[:, sk.index("Foot_L")] - motion.gpos[:, 0]
+        return quat.inv_rotate(facing_from_yaw(yaw), rel)[:, 0]
+
+    folder.mkdir(parents=True, exist_ok=True)
+    truth = resample(truth, db.fps)
+    fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    t_names = list(truth.skeleton.names)
+    for m, motion in shown.items():
+        sk = motion.skeleton
+        n = min(motion.n_frames, truth.n_frames)
+        low = [j for j in lower_body_joints(sk, tuple(db.contact_joints))]
+        b = [t_names.index(sk.names[j]) for j in low]
+        err = np.linalg.norm(motion.gpos[:n, low] - truth.gpos[:n, b], axis=-1).mean(axis=1)
+        t = np.arange(n) / motion.fps
+        ax[0].plot(t, err, label=f"{m} (mean {err.mean():.3f} m)")
+        ax[1].plot(t, ankle_fwd(motion)[:n], label=m)
+    ax[1].plot(np.arange(truth.n_frames) / truth.fps, ankle_fwd(truth), "k--", label="truth")
+    ax[0].set_ylabel("lower-body error (m)")
+    ax[1].set_ylabel("left ankle forward of hips (m)")
+    ax[1].set_xlabel("time (s)")
+    ax[0].set_title(f"three-point avatar, held-out {name}")
+    for a in ax:
+        a.legend(fontsize=8)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(folder / f"avatar_{name}.png", dpi=80)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--every", type=int, default=10, help="hold out every N-th clip")
@@ -68,6 +120,7 @@ def main() -> None:
     ap.add_argument("--head-weight", type=float, default=0.0,
                     help="weight of the character-frame head velocity in mm 3-point")
     ap.add_argument("--quick", action="store_true", help="only 4 held-out clips")
+    ap.add_argument("--plot", metavar="DIR", help="per-clip pictures of error and gait phase")
     args = ap.parse_args()
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"
@@ -96,6 +149,7 @@ def main() -> None:
     for i in held:
         truth = motions[i]
         track = extract_track(truth)
+        shown = {}
         for m in methods:
             if m == "naive":
                 motion, rec = naive_avatar(db, track)
@@ -103,11 +157,14 @@ def main() -> None:
                 motion, rec = run_avatar(Avatar(db, feats[m], track, settings[m]))
             r = avatar_report(db, motion, rec, truth)
             rows[m].append(r)
+            shown[m] = motion
             lat[m].extend(1000.0 * np.array(rec.seconds))
         truth_rows.append(r)
         print(f"  {files[i].stem[10:]:<28} " + "  ".join(
             f"{m} {rows[m][-1]['mpjpe_m']:.3f}/{rows[m][-1]['lower_body_error_m']:.3f}"
             for m in methods) + "  (mpjpe/lower m)", flush=True)
+        if args.plot:
+            plot_clip(Path(args.plot), files[i].stem[10:], truth, shown, db)
 
     w = np.array([r["frames_compared"] for r in rows["naive"]], float)
 
