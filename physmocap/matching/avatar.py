@@ -40,7 +40,8 @@ from ..skeleton import Skeleton
 from ..tracking import ThreePointTrack
 from .controller import Controller, ControllerSettings, output_skeleton
 from .database import PoseDatabase, build_database, find_joint, resample
-from .features import ExtraFeature, FeatureDatabase, FeatureSpec, compute_features
+from .features import (ExtraFeature, FeatureDatabase, FeatureSpec, compute_features,
+                       valid_mask)
 from .metrics import foot_skate_mm, jitter
 from .retarget import HUMANOID_NAME_MAP
 from .search import SearchIndex
@@ -542,7 +543,9 @@ class Avatar:
         if np.any(self.head_frames > 0):
             raise ShapeError("avatar: the head_vel feature looks into the future")
         self.ctrl = _HeadController(db, features, self.source, settings.controller, index,
-                               start_pos=self._user(self.track.pos[0, 0], yaw0), start_yaw=yaw0)
+                                    start_frame=self._start_frame(db, features),
+                                    start_pos=self._user(self.track.pos[0, 0], yaw0),
+                                    start_yaw=yaw0)
         self.dt = 1.0 / db.fps
         chain, j = [], self.placer.head
         while j > 0:
@@ -553,6 +556,26 @@ class Avatar:
         self.span = max(int(round(POINT_SPAN * db.fps)), 1)
         self.t = 0.0
         self.record = AvatarRecord()
+
+    def _start_frame(self, db: PoseDatabase, features: FeatureDatabase) -> int | None:
+        """The searchable frame nearest to the track's first sample by the three-point
+        features alone (``None`` without them: the controller's default), so the first second
+        does not blend out of an arbitrary pose."""
+        groups = [g for g in POINT_GROUPS if g in features.groups]
+        if not groups:
+            return None
+        pos, rot = self.track.sample(0.0)
+        raw = point_features(pos[None], rot[None, 0], pos[None], np.ones(1))[0]
+        cols, q, start = [], [], 0
+        for g, n in POINT_GROUPS.items():
+            if g in features.groups:
+                cols.append(np.arange(features.groups[g].start, features.groups[g].stop))
+                q.append(features.normalize(raw[start:start + n], g))
+            start += n
+        cols = np.concatenate(cols)
+        d = np.sum((np.asarray(features.X[:, cols], float) - np.concatenate(q)) ** 2, axis=1)
+        d[~valid_mask(db, features.spec)] = np.inf
+        return int(np.argmin(d))
 
     def _user(self, head: np.ndarray, yaw: float) -> np.ndarray:
         """Where the user's character root stands: the head on the floor minus the typical
