@@ -2,7 +2,11 @@
 the body reconstructed, errors measured against the clip itself.
 
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
-                                     [--plot DIR]
+                                     [--plot DIR] [--still-hands]
+
+``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
+yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
+longer tell the gait phase, and the hand error is against those points.
 
 ``--plot DIR`` writes one picture per held-out clip (``avatar_<clip>.png``, matplotlib): the
 lower-body error over time of each method, and the left ankle's forward position relative to
@@ -47,10 +51,13 @@ import numpy as np
 from _common import data_dir
 from scipy.spatial import cKDTree
 
+from physmocap import quat
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_report,
                                        extract_track, naive_avatar, run_avatar)
 from physmocap.matching.database import build_database, resample
+from physmocap.matching.trajectory import facing_from_yaw, yaw_of
+from physmocap.tracking import ThreePointTrack
 
 
 def leaking(motions, held: list[int], tol: float = 1e-3, share: float = 0.10) -> set[int]:
@@ -67,6 +74,16 @@ def leaking(motions, held: list[int], tol: float = 1e-3, share: float = 0.10) ->
     return out
 
 
+def still_hands(track: ThreePointTrack) -> ThreePointTrack:
+    """``track`` with both controllers 0.25 m ahead of, 0.45 m below and 0.2 m beside the head
+    in its yaw frame (orientations kept)."""
+    q = facing_from_yaw(yaw_of(track.rot[:, 0]))
+    pos = np.array(track.pos)
+    for k, side in ((1, 0.2), (2, -0.2)):
+        pos[:, k] = pos[:, 0] + quat.rotate(q, np.array([0.25, side, -0.45]))
+    return ThreePointTrack(track.times, pos, track.rot)
+
+
 def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     """``folder/avatar_<name>.png``: lower-body error (m) over time per method, and the left
     ankle's forward position relative to the hips (m) in the hips' heading frame, beside the
@@ -75,9 +92,7 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from physmocap import quat
     from physmocap.matching.avatar import lower_body_joints
-    from physmocap.matching.trajectory import facing_from_yaw
 
     def ankle_fwd(motion):
         sk = motion.skeleton
@@ -121,6 +136,8 @@ def main() -> None:
                     help="weight of the character-frame head velocity in mm 3-point")
     ap.add_argument("--quick", action="store_true", help="only 4 held-out clips")
     ap.add_argument("--plot", metavar="DIR", help="per-clip pictures of error and gait phase")
+    ap.add_argument("--still-hands", action="store_true",
+                    help="controllers held still in front of the body (no arm swing)")
     args = ap.parse_args()
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"
@@ -149,6 +166,8 @@ def main() -> None:
     for i in held:
         truth = motions[i]
         track = extract_track(truth)
+        if args.still_hands:
+            track = still_hands(track)
         shown = {}
         for m in methods:
             if m == "naive":
