@@ -792,9 +792,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
     sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
     sp.add_argument("--report", help="JSON report path")
-    sp.add_argument("--head-weight", type=float, default=4.0,
-                    help="weight of the head-velocity feature in the search (default 4; "
-                         "0: trajectory only)")
+    sp.add_argument("--head-weight", type=float, default=0.0,
+                    help="weight of the character-frame head-velocity feature in the search "
+                         "(default 0: the head's and hands' features in the head's frame do "
+                         "its work)")
     sp.add_argument("--unit", help="BVH length unit of the clip/truth (default: inferred)")
     sp.add_argument("--physics", action="store_true",
                     help="track the avatar with the simulated body; the output is the simulation "

@@ -3,13 +3,24 @@
 Per frame, causal (only samples up to the current time are used), step by step as the
 controller:
 
-1. **Body motion from the head.** ``HeadTrajectory`` turns the head's recent horizontal motion
-   into a desired velocity and facing: the direction of the head's velocity while walking
+1. **Body motion from the three points.** ``HeadTrajectory`` turns the head's recent horizontal
+   motion into a desired velocity and facing: the direction of the head's velocity while walking
    forward, the head's mean heading while standing or side-stepping (so looking around does not
    turn the body). The controller's simulation object is put where the user is (the tracked
    head on the floor minus the database's typical head offset), so the spring-predicted
-   trajectory (thesis Eq. 3.27-3.28) starts at the user and never drifts away; motion matching
-   picks and inertializes the pose.
+   trajectory (thesis Eq. 3.27-3.28) starts at the user and never drifts away. The search
+   query is the trajectory (half weight: a head's next second is hard to predict) plus the
+   *three-point features* (``point_features``): head height, velocity and tilt, both wrists
+   relative to the head and their velocities, all in the tracked head's yaw frame, so they do
+   not depend on where the avatar believes the body faces. Their arm swing and head sway tell
+   the gait phase; the earlier query (trajectory plus the head's velocity in the character's
+   frame) left 3 of the 15 ``--offset 0`` held-out clips stepping about half a cycle out of
+   phase (lower-body error 0.19-0.35 m). The search runs every 5 frames; the pose is
+   inertialized; the first frame is the one nearest the track's first sample.
+   **Facing alignment**: the character's facing is then turned (halflife ``align_halflife``)
+   toward the facing that puts the shown pose's head yaw on the tracked head's, as long as that
+   facing agrees with the head's motion (``align_fade``); a user walking one way while looking
+   another keeps facing the way they walk.
 2. **Root offset.** The whole body is moved so its head is exactly at the tracked head. The legs
    absorb the vertical part (the feet stay at the animation's height, two-bone IK) and a foot in
    contact stays where it touched down (a causal foot lock that eases out after lift-off).
@@ -20,6 +31,12 @@ controller:
 The tracked hand point is the wrist joint (the end of the upper-arm/forearm chain). Device
 frames follow ``physmocap.tracking``: x forward, y left, z up, identity in the skeleton's rest
 pose stood upright (``rest_frame``).
+
+Measured (``python benchmarks/avatar_eval.py --offset 5``, 14 held-out Bandai-Namco clips):
+mean per-joint error 0.024 m (lower body 0.044 m) against the naive baseline's 0.040 m
+(0.081 m), jitter 1015 against 9769 m/s^3 (the truth's: 907); before the three-point features,
+the alignment and the start frame: 0.051 m, jitter 1018. With the controllers held still
+(``--still-hands``: no arm swing to read) the lower body is 0.054 m against the naive 0.081 m.
 
 ``naive_avatar`` is the baseline the evaluation compares with: every frame, the database pose
 nearest by the head alone (height, velocity in the head's frame, tilt), facing from the head's
@@ -40,7 +57,8 @@ from ..skeleton import Skeleton
 from ..tracking import ThreePointTrack
 from .controller import Controller, ControllerSettings, output_skeleton
 from .database import PoseDatabase, build_database, find_joint, resample
-from .features import ExtraFeature, FeatureDatabase, FeatureSpec, compute_features
+from .features import (ExtraFeature, FeatureDatabase, FeatureSpec, compute_features,
+                       valid_mask)
 from .metrics import foot_skate_mm, jitter
 from .retarget import HUMANOID_NAME_MAP
 from .search import SearchIndex
@@ -145,10 +163,19 @@ class AvatarSettings:
         pole: ``(forward, outward, up)`` elbow pole direction in the body frame, per arm.
         clavicle_deg: degrees a clavicle may turn so its arm reaches a far controller (0: off).
         head_span: frames of the backward difference for the naive baseline's head velocity.
+        align_halflife: s; the character's facing is turned toward the one that puts the shown
+            pose's head yaw on the tracked head's yaw, by the part of the difference that
+            decays in this halflife each frame (0: off). The controller still clamps it within
+            ``clamp_angle`` of the facing from the head's motion.
+        align_fade: ``(lo, hi)`` degrees; the alignment is full while the facing it asks for
+            lies within ``lo`` of the simulation's facing (from the head's motion) and fades
+            to none at ``hi`` (a user walking one way while looking another keeps facing the
+            way they walk).
     """
 
-    controller: ControllerSettings = ControllerSettings()
-    window: float = 0.5
+    controller: ControllerSettings = ControllerSettings(search_every=5, sim_halflife=0.15,
+                                                       sim_rot_halflife=0.15)
+    window: float = 0.3
     stand_speed: float = 0.1
     turn_speeds: tuple = (0.2, 0.6)
     sim_pull: float = 1.0
@@ -159,6 +186,8 @@ class AvatarSettings:
     pole: tuple = (-0.3, 0.6, -1.0)
     clavicle_deg: float = 30.0
     head_span: int = 6
+    align_halflife: float = 0.3
+    align_fade: tuple = (30.0, 50.0)
 
 
 @dataclass
@@ -356,6 +385,21 @@ def _typical_head_offset(db: PoseDatabase, head: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # the avatar
 
+#: Feature groups of the three tracked points (``point_features``) and their dimensions.
+POINT_GROUPS = {"tp_head": 6, "tp_hands": 6, "tp_hands_vel": 6}
+#: s, the backward difference of the three points' velocities (causal, as live).
+POINT_SPAN = 0.1
+#: The avatar's built-in feature weights: the trajectory at half weight (``beta_r``), since a
+#: head's future second is hard to predict (the spring prediction misses the held-out clips'
+#: root 0.36 m on average one second ahead).
+AVATAR_SPEC = FeatureSpec(beta_r=0.5)
+#: Default weights of the ``POINT_GROUPS`` (chosen on the ``--offset 0`` and ``3`` splits of
+#: ``benchmarks/avatar_eval.py``). The head dominates: hands at weight 2 were as accurate with
+#: swinging arms but misled the gait when the controllers are held still (``--still-hands``,
+#: offset 0: lower-body error 0.099 m, worse than the naive baseline's 0.080; now 0.052).
+POINT_WEIGHTS = {"tp_head": 6.0, "tp_hands": 1.0, "tp_hands_vel": 1.0}
+
+
 def avatar_feature_spec(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
                         base: FeatureSpec = FeatureSpec()) -> FeatureSpec:
     """``base`` plus the head's velocity in character space now and at past ``frames`` (<= 0,
@@ -374,22 +418,99 @@ def avatar_feature_spec(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
         ExtraFeature(head, "velocity", frames, float(head_weight), "head_vel"),))
 
 
-def avatar_features(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
-                    per_axis: bool = True) -> FeatureDatabase:
+def avatar_features(db: PoseDatabase, head_weight: float = 0.0, frames=(0,),
+                    per_axis: bool = True, points: dict | None = POINT_WEIGHTS,
+                    base: FeatureSpec = AVATAR_SPEC) -> FeatureDatabase:
     """``compute_features`` with ``avatar_feature_spec``. ``per_axis``: the head group is
     normalised per axis instead of by its mean spread (Holden's rule): the forward speed varies
     from standing to running by metres per second and would drown the few tenths of a metre
-    per second of sideways sway and vertical bob that tell the left step from the right."""
-    feats = compute_features(db, avatar_feature_spec(db, head_weight, frames))
-    if head_weight <= 0 or not per_axis:
-        return feats
-    sl = feats.groups["head_vel"]
-    raw = feats.denormalize(np.asarray(feats.X[:, sl], float), "head_vel")
-    scale = np.array(feats.scale)
-    scale[sl] = np.maximum(raw.std(axis=0), 1e-6) / float(head_weight)
-    X = np.array(feats.X)
-    X[:, sl] = (raw - feats.offset[sl]) / scale[sl]
-    return replace(feats, X=X, scale=scale)
+    per second of sideways sway and vertical bob that tell the left step from the right.
+    ``points``: weights of the ``POINT_GROUPS`` (three-point features in the head's frame; a
+    missing group or weight 0 leaves it out)."""
+    feats = compute_features(db, avatar_feature_spec(db, head_weight, frames, base))
+    if head_weight > 0 and per_axis:
+        sl = feats.groups["head_vel"]
+        raw = feats.denormalize(np.asarray(feats.X[:, sl], float), "head_vel")
+        scale = np.array(feats.scale)
+        scale[sl] = np.maximum(raw.std(axis=0), 1e-6) / float(head_weight)
+        X = np.array(feats.X)
+        X[:, sl] = (raw - feats.offset[sl]) / scale[sl]
+        feats = replace(feats, X=X, scale=scale)
+    if points:
+        unknown = sorted(set(points) - set(POINT_GROUPS))
+        if unknown:
+            raise UnknownNameError(f"avatar point features: unknown group(s) "
+                                   f"{', '.join(unknown)}; known: {', '.join(POINT_GROUPS)}")
+        feats = _add_point_features(feats, db, points)
+    return feats
+
+
+def point_features(pos: np.ndarray, head_rot: np.ndarray, pos_back: np.ndarray,
+                   dt_back: np.ndarray) -> np.ndarray:
+    """Raw three-point features ``(F, 18)`` in the head's yaw frame (so they do not depend on
+    where the avatar thinks the body faces): ``tp_head`` head height, head velocity (3), z of
+    the head device's forward and left axes (tilt); ``tp_hands`` both wrists relative to the
+    head (2 x 3); ``tp_hands_vel`` both wrists' world velocities (2 x 3).
+
+    Args:
+        pos: ``(F, 3, 3)`` m head, left and right wrist; head_rot: ``(F, 4)`` xyzw device.
+        pos_back: ``(F, 3, 3)`` the same points ``dt_back (F,)`` s earlier (velocities are
+            backward differences: a live head has no future).
+    """
+    pos, pos_back = np.asarray(pos, float), np.asarray(pos_back, float)
+    yawq = facing_from_yaw(yaw_of(head_rot))[:, None]
+    vel = (pos - pos_back) / np.maximum(np.asarray(dt_back, float), 1e-9)[:, None, None]
+    vloc = quat.inv_rotate(yawq, vel)                                        # (F, 3, 3)
+    hands = quat.inv_rotate(yawq, pos[:, 1:] - pos[:, :1])                  # (F, 2, 3)
+    fz = quat.rotate(head_rot, _X)[:, 2]
+    lz = quat.rotate(head_rot, np.array([0.0, 1.0, 0.0]))[:, 2]
+    F = len(pos)
+    return np.column_stack([pos[:, 0, 2], vloc[:, 0], fz, lz, hands.reshape(F, 6),
+                            vloc[:, 1:].reshape(F, 6)])
+
+
+def _database_points(db: PoseDatabase) -> np.ndarray:
+    """``point_features`` of every database frame (backward differences over ``POINT_SPAN``,
+    not crossing a clip's start, exactly as the live track is sampled)."""
+    sk = output_skeleton(db)
+    joints = find_tracked_joints(sk)
+    idx = [j + 1 for j in joints]                    # database indices (after the sim bone)
+    g = db.global_positions()[:, idx]
+    dev = quat.mul(_global_rotation(db, idx[0]), rest_frame(sk, joints))
+    span = max(int(round(POINT_SPAN * db.fps)), 1)
+    i = np.arange(db.n_frames)
+    starts = np.asarray(db.range_starts)
+    clip_start = starts[np.searchsorted(starts, i, side="right") - 1]
+    back = np.maximum(i - span, clip_start)
+    return point_features(g, dev, g[back], np.maximum(i - back, 1) / db.fps)
+
+
+def _add_point_features(feats: FeatureDatabase, db: PoseDatabase, weights: dict
+                        ) -> FeatureDatabase:
+    """``feats`` with the ``POINT_GROUPS`` appended, each dimension normalised by its own
+    spread over the database divided by its group's weight (weight 0: left out)."""
+    raw = _database_points(db)
+    X, offset, scale = [np.asarray(feats.X)], [feats.offset], [feats.scale]
+    wts, names, groups = [feats.weights], list(feats.names), dict(feats.groups)
+    start, D = 0, feats.n_features
+    for g, n in POINT_GROUPS.items():
+        w = float(weights.get(g, 0.0))
+        if w < 0 or not np.isfinite(w):
+            raise ShapeError(f"avatar point feature weight {g}: must be finite and >= 0, got {w}")
+        if w > 0:
+            r = raw[:, start:start + n]
+            mu, sd = r.mean(axis=0), np.maximum(r.std(axis=0), 1e-6) / w
+            X.append(((r - mu) / sd).astype(np.float32))
+            offset.append(mu)
+            scale.append(sd)
+            wts.append(np.full(n, w))
+            names += [f"{g}.{k}" for k in range(n)]
+            groups[g] = slice(D, D + n)
+            D += n
+        start += n
+    return replace(feats, X=np.concatenate(X, axis=1), offset=np.concatenate(offset),
+                   scale=np.concatenate(scale), weights=np.concatenate(wts), names=tuple(names),
+                   groups=groups)
 
 
 class _HeadController(Controller):
@@ -398,6 +519,7 @@ class _HeadController(Controller):
     the avatar every frame."""
 
     head_vel: np.ndarray | None = None
+    points: np.ndarray | None = None          # (18,) raw ``point_features`` of the live track
 
     def _query(self, traj_pos, traj_rot):
         q = super()._query(traj_pos, traj_rot)
@@ -405,6 +527,12 @@ class _HeadController(Controller):
         if self.head_vel is not None and "head_vel" in f.groups:
             q[f.groups["head_vel"]] = f.normalize(
                 quat.inv_rotate(self.root_rot, self.head_vel).ravel(), "head_vel")
+        if self.points is not None:
+            start = 0
+            for g, n in POINT_GROUPS.items():
+                if g in f.groups:
+                    q[f.groups[g]] = f.normalize(self.points[start:start + n], g)
+                start += n
         return q
 
 
@@ -434,10 +562,39 @@ class Avatar:
         if np.any(self.head_frames > 0):
             raise ShapeError("avatar: the head_vel feature looks into the future")
         self.ctrl = _HeadController(db, features, self.source, settings.controller, index,
-                               start_pos=self._user(self.track.pos[0, 0], yaw0), start_yaw=yaw0)
+                                    start_frame=self._start_frame(db, features),
+                                    start_pos=self._user(self.track.pos[0, 0], yaw0),
+                                    start_yaw=yaw0)
         self.dt = 1.0 / db.fps
+        chain, j = [], self.placer.head
+        while j > 0:
+            chain.append(j)
+            j = int(self.placer.parents[j])
+        self.head_chain = chain[::-1]                   # hips' children down to the head
+        self.use_points = any(g in features.groups for g in POINT_GROUPS)
+        self.span = max(int(round(POINT_SPAN * db.fps)), 1)
         self.t = 0.0
         self.record = AvatarRecord()
+
+    def _start_frame(self, db: PoseDatabase, features: FeatureDatabase) -> int | None:
+        """The searchable frame nearest to the track's first sample by the three-point
+        features alone (``None`` without them: the controller's default), so the first second
+        does not blend out of an arbitrary pose."""
+        groups = [g for g in POINT_GROUPS if g in features.groups]
+        if not groups:
+            return None
+        pos, rot = self.track.sample(0.0)
+        raw = point_features(pos[None], rot[None, 0], pos[None], np.ones(1))[0]
+        cols, q, start = [], [], 0
+        for g, n in POINT_GROUPS.items():
+            if g in features.groups:
+                cols.append(np.arange(features.groups[g].start, features.groups[g].stop))
+                q.append(features.normalize(raw[start:start + n], g))
+            start += n
+        cols = np.concatenate(cols)
+        d = np.sum((np.asarray(features.X[:, cols], float) - np.concatenate(q)) ** 2, axis=1)
+        d[~valid_mask(db, features.spec)] = np.inf
+        return int(np.argmin(d))
 
     def _user(self, head: np.ndarray, yaw: float) -> np.ndarray:
         """Where the user's character root stands: the head on the floor minus the typical
@@ -445,6 +602,22 @@ class Avatar:
         p = head - quat.rotate(facing_from_yaw(yaw), self.head_offset)
         p[2] = 0.0
         return p
+
+    def _align(self, root_rot, lrot, head_dev):
+        """The character facing ``(4,)`` turned toward the tracked head's yaw minus the shown
+        pose's head yaw relative to the character (``settings.align_halflife``)."""
+        g = lrot[0]
+        for j in self.head_chain:
+            g = quat.mul(g, lrot[j])
+        rel = float(yaw_of(quat.mul(g, self.placer.R)))
+        cur = float(yaw_of(root_rot))
+        target = float(yaw_of(head_dev)) - rel
+        gap = (target - cur + np.pi) % (2 * np.pi) - np.pi
+        off = abs((target - float(yaw_of(self.ctrl.sim_rot)) + np.pi) % (2 * np.pi) - np.pi)
+        lo, hi = np.radians(self.s.align_fade)
+        k = (1.0 - 0.5 ** (self.dt / self.s.align_halflife)) * (
+            1.0 - _smoothstep((off - lo) / max(hi - lo, 1e-9)))
+        return facing_from_yaw(cur + k * gap)
 
     def step(self):
         """Advance one frame; returns ``(hips world position (3,), local rotations (J, 4))`` on
@@ -457,9 +630,16 @@ class Avatar:
             t = self.t + self.head_frames * self.dt
             p = self.track.sample(np.concatenate([t, t - 2 * self.dt]))[0][:, 0]
             c.head_vel = (p[:len(t)] - p[len(t):]) / (2 * self.dt)
+        if self.use_points:
+            t_back = max(self.t - self.span * self.dt, 0.0)
+            pb, _ = self.track.sample(t_back)
+            c.points = point_features(pos[None], rot[None, 0], pb[None],
+                                      np.array([max(self.t - t_back, self.dt)]))[0]
         user = self._user(pos[0], float(yaw_of(c.sim_rot)))
         c.sim_pos = c.sim_pos + self.s.sim_pull * (user - c.sim_pos)
         root_pos, root_rot, lpos, lrot = c.step()
+        if self.s.align_halflife > 0:
+            root_rot = c.root_rot = self._align(root_rot, lrot, rot[0])
         contacts = c.record.contacts[-1]
         hips, lr = self.placer.place(root_pos, root_rot, lpos[0], lrot, pos, rot, contacts,
                                      self.record)
