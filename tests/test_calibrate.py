@@ -36,6 +36,15 @@ def subject_and_capture(scale=1.08, seed=0, amplitude=1.0):
     return tpl, ms_t, subj, ms, pos
 
 
+def static_trial(subj: Skeleton, ms: MarkerSet, rng, F: int = 60):
+    """A subject standing still in the rest pose (0.002 rad of sway), 0.5 mm marker noise:
+    ``pos (F, M, 3)`` and the true joint positions ``(F, J, 3)``."""
+    lrot = quat.from_scaled_axis(rng.normal(scale=0.002, size=(F, len(subj), 3)))
+    root = np.tile([0.0, 0.0, subj.offsets[0, 2] + 0.05], (F, 1))
+    gpos, grot = __import__("physmocap").forward_kinematics(subj, lrot, root)
+    return landmarks(gpos, grot, ms) + rng.normal(scale=0.0005, size=(F, len(ms), 3)), gpos
+
+
 def test_estimate_scale_and_frames():
     # a subject moving like a person (joints within ~10 degrees of standing): vertical extent
     # gives the size; strongly bent poses shrink it (that is what calibration then corrects)
@@ -121,12 +130,7 @@ def test_static_calibration_keeps_the_landmark_offsets():
     moff = ms_t.offset.copy()
     moff[moved] += offsets[anchor[moved]] - tpl.offsets[anchor[moved]]
     ms_s = MarkerSet(ms_t.names, ms_t.body, moff, ms_t.weight)
-    rng = np.random.default_rng(3)
-    F = 60
-    lrot = quat.from_scaled_axis(rng.normal(scale=0.002, size=(F, len(tpl), 3)))
-    root = np.tile([0.0, 0.0, offsets[0, 2] + 0.05], (F, 1))
-    gpos, grot = __import__("physmocap").forward_kinematics(subj, lrot, root)
-    pos = landmarks(gpos, grot, ms_s) + rng.normal(scale=0.0005, size=(F, len(ms_t), 3))
+    pos, _ = static_trial(subj, ms_s, np.random.default_rng(3))
     from physmocap.solver.pipeline import kinematic_prior
     out = calibrate(pos, 100.0, tpl, ms_t, n_frames=30, kinematic_options=kinematic_prior(body))
     ms, sk = out.markerset, out.skeleton
@@ -231,12 +235,7 @@ def test_static_calibration_places_knees_by_the_chord_rule():
                             radius=0.008))
     subj = Skeleton(tpl.names, tpl.parents, offsets, tpl.end_sites)
     ms_s = MarkerSet(ms_t.names, ms_t.body, moff, ms_t.weight)
-    rng = np.random.default_rng(5)
-    F = 60
-    lrot = quat.from_scaled_axis(rng.normal(scale=0.002, size=(F, len(tpl), 3)))
-    root = np.tile([0.0, 0.0, offsets[0, 2] + 0.05], (F, 1))
-    gpos, grot = __import__("physmocap").forward_kinematics(subj, lrot, root)
-    pos = landmarks(gpos, grot, ms_s) + rng.normal(scale=0.0005, size=(F, len(ms_t), 3))
+    pos, gpos = static_trial(subj, ms_s, np.random.default_rng(5))
 
     opts = kinematic_prior(body)
     true_knees = gpos[:, [r.joint for r in rules]]
