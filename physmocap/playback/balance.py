@@ -319,6 +319,13 @@ class BalanceController:
                     "ankle_z": ank, "falling_foot": ank < prev,
                     "x": x, "g": g}
 
+    def shift_reference(self, offset: np.ndarray) -> None:
+        """Translate the stored reference by ``offset (3,)`` m (``Tracker.shift_reference``)."""
+        if self._ref_com is not None:
+            self._ref_com = self._ref_com + offset
+        if self.ref is not None:
+            self.ref = dict(self.ref, x=self.ref["x"] + offset, com=self.ref["com"] + offset)
+
     # --- one physics step -----------------------------------------------------------------
 
     def state(self):
