@@ -50,7 +50,11 @@ Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING
 looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
 started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
 the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
-speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s.
+speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s;
+a reference paced by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) does not
+change that robustly: from standing the body's centre of mass moves forward at most 0.28 m/s
+in its first 2 s while it drifts sideways at 0.5-1.3 m/s (``physical_diagnosis.py
+live_paced``).
 Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """

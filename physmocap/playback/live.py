@@ -9,6 +9,20 @@ Each frame, in one loop (``LivePlayback.step``):
    lowest sole point is on the floor, the offset smoothed by a one-pole filter (``ground_s``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
+In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
+default): ``follow`` clamps its character root and simulation object toward the body's root
+(the reference then stays at the body; ``Tracker.shift_reference`` keeps the move out of the
+reference's velocities), ``speed_margin`` caps the input's desired speed at the body's own
+plus a margin (the reference speeds up only as the body does). Measured
+(``benchmarks/physical_diagnosis.py live_paced``, ``balance.STEPPING``, from standing): neither
+keeps the body up on the live walking inputs. ``follow`` leaves the body's motion unchanged
+(head below 1 m at 2.45 s either way: ``STEPPING`` sees the reference only relative to the
+body); ``speed_margin`` 0.3-1.1 m/s moves the time down to 1.9-4.6 s, chaotically in the
+margin (1.0: the straight walk stays up 20 s but walks 7.2 of the reference's 23.1 m; stop and
+go is down at 4.55 s). The body's centre of mass never moves forward faster than 0.28 m/s in
+its first 2 s, while it drifts sideways at 0.5-1.3 m/s: the balance controller's gait
+initiation fails, however slowly the reference starts.
+
 ``run_live`` plays an input scene for a duration and returns a ``TrackResult`` (the same report
 as ``track``: tracking error, root assist, penetration, foot skate, falls) plus per-frame
 timings; ``physmocap play DB.npz --input NAME`` is its command line.
