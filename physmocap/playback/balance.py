@@ -174,6 +174,9 @@ class BalanceSettings:
     capture_forward: float = -0.03
     capture_width: float = 0.06
     capture_blend: float = 0.3
+    recover_dist: float = 0.0
+    recover_s: float = 0.35
+    recover_wait: float = 0.15
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -282,6 +285,8 @@ class BalanceController:
         self._swt = np.zeros(2)
         self._both = 0.0
         self._last_swing = []
+        self._rec = None             # a recovery step: its side
+        self._rec_t = 0.0            # s since it began
         self.ref = None
         self._k = 0
         self._ref_com = None
@@ -318,6 +323,7 @@ class BalanceController:
         self._swt = np.where(np.isin([0, 1], self._last_swing), self._swt + max(dt, 0.0), 0.0)
         # seconds the reference has had both feet planted (standing)
         self._both = self._both + max(dt, 0.0) if on.all() else 0.0
+        self._rec_t += max(dt, 0.0)
         self.ref = {"lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
                     "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on, "low": low,
                     "ankle_z": ank, "falling_foot": ank < prev,
@@ -393,6 +399,7 @@ class BalanceController:
             swing = [sd for sd in swing if not (wts[sd] > 0 and r["falling_foot"][sd])]
         if not up:
             wts = np.zeros(2)
+        swing = self._recovery(swing, up, feet, X, com, vcom)
         for sd in swing:
             hip, _, _ = self.chains[sd]
             st_ankle = self.chains[1 - sd][2]
@@ -416,7 +423,8 @@ class BalanceController:
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
-                self._swing_ik(sd, target, X, R, com, delta)
+                land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
+                self._swing_ik(sd, target, X, R, com, delta, land)
                 continue
             n = float(np.hypot(*delta))
             gt = r["g"][hip]
@@ -476,7 +484,38 @@ class BalanceController:
         target[knee] = qk
         target[ankle] = quat.mul(quat.conj(gk), r["g"][ankle] if foot is None else foot)
 
-    def _swing_ik(self, sd: int, target: np.ndarray, X, R, com, delta) -> None:
+    def _recovery(self, swing, up, feet, X, com, vcom) -> list:
+        """The swing sides with recovery steps (``BalanceSettings.recover_dist``): while the
+        reference has stood on both feet ``recover_wait`` s, a step starts when the body's
+        capture point strays ``recover_dist`` m from the middle of its feet (a reference that
+        stops dead leaves a body still moving with no step to take); the foot carrying less
+        swings for ``recover_s`` s and then until it touches."""
+        s, r = self.s, self.ref
+        if s.recover_dist <= 0 or not up or swing:
+            self._rec = None
+            return swing
+        if self._rec is not None:
+            if self._rec_t > s.recover_s and feet[self._rec]:
+                self._rec = None
+            return [] if self._rec is None else [self._rec]
+        ank = [c[2] for c in self.chains]
+        h = max(float(com[2] - X[ank, 2].min()), 0.3)
+        om = np.sqrt(self.g / h)
+        e = com[:2] + vcom[:2] / om - X[ank, :2].mean(axis=0)
+        # only while the reference stands (both feet planted a while): in its own double
+        # support a walking reference steps again soon, and a lagging body would step back
+        if self._both >= s.recover_wait and float(np.linalg.norm(e)) > s.recover_dist \
+                and feet.any():
+            # the foot off the floor, else the one carrying less (lifting the loaded foot
+            # drops the body onto the other)
+            self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
+            self._rec_t = 0.0
+            self._swt[self._rec] = 0.0
+            return [self._rec]
+        return swing
+
+    def _swing_ik(self, sd: int, target: np.ndarray, X, R, com, delta,
+                  land: bool = False) -> None:
         """Swing leg ``sd`` (``_leg_ik`` on the *simulated* pelvis): the ankle goes to the
         reference's ankle height above the floor, horizontally where the reference puts it
         relative to its centre of mass, moved with the simulated centre of mass and by the
@@ -493,7 +532,8 @@ class BalanceController:
             # height: the reference's own swing foot points its toes at the floor
             g = r["g"][ankle]
             foot = quat.mul(quat.between(quat.rotate(g, _Z), _Z), g)
-            T[2] = max(T[2], self.rest_ankle + self.s.clearance)
+            # (a recovery step comes down at the end: its reference foot stands)
+            T[2] = T[2] if land else max(T[2], self.rest_ankle + self.s.clearance)
         else:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
