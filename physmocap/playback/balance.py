@@ -136,6 +136,10 @@ class BalanceSettings:
             capture point of the linear inverted pendulum (``com + v / ω``, ``ω = √(g/h)``),
             ``capture_forward`` m ahead of it and ``capture_width`` m outward, blended in
             over the first ``capture_blend`` s of the swing (``swing_ik`` only).
+        recover_dist, recover_s, recover_wait: recovery steps (``_recovery``; 0 = none):
+            once the reference has stood on both feet ``recover_wait`` s, a step whenever the
+            body's capture point is more than ``recover_dist`` m from the middle of its feet,
+            the swing lasting ``recover_s`` s, then until the foot touches.
     """
 
     drive: str = "torque"
@@ -199,7 +203,7 @@ DRIVES = ("torque", "motors")
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
-                           ik_kz=0.1)
+                           ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, recover_dist=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -497,6 +501,11 @@ class BalanceController:
         if self._rec is not None:
             if self._rec_t > s.recover_s and feet[self._rec]:
                 self._rec = None
+            elif feet[self._rec] and not feet[1 - self._rec]:
+                # the body rolled onto the swing foot and lifted the other: that one steps
+                self._rec = 1 - self._rec
+                self._rec_t = 0.0
+                self._swt[self._rec] = 0.0
             return [] if self._rec is None else [self._rec]
         ank = [c[2] for c in self.chains]
         h = max(float(com[2] - X[ank, 2].min()), 0.3)
@@ -689,8 +698,9 @@ class BalanceController:
                     (1 - wts[sd]) * self.max_torque[a]
             # compliant while the reference steps (stiff legs make every landing an impact),
             # stiff once it has stood ``stand_s`` (compliant ones let a standing body sag)
-            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s) \
-                else self.s.motor_kp
+            # (and compliant through a recovery step, which lands like any other)
+            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s
+                                     and self._rec is None) else self.s.motor_kp
             gains = np.full(self.J, kp)
             ch.p.setJointMotorControlMultiDofArray(
                 ch.body, ch.links, ch.p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
