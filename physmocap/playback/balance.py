@@ -129,7 +129,8 @@ class BalanceSettings:
             toward its reference world orientation and height, the centre of mass toward the
             reference's place over the stance feet, its offset across each sole bounded by
             ``com_lateral`` m; ``ik_kp``, ``ik_kd`` (per frame, s), ``ik_kz``: gains of that
-            move, ``ik_max`` m its bound per frame.
+            move, ``ik_max`` m its bound per frame; ``ik_kd_stand`` (``None``: ``ik_kd``)
+            replaces ``ik_kd`` once the reference has stood on both feet ``stand_s`` s.
         flat_stance: a stance sole's target has no roll across (the references' planted
             soles lean up to 8-9° onto one edge; a stiff ankle stands the body on that edge).
         capture, capture_forward, capture_width, capture_blend: foot placement at the
@@ -187,6 +188,7 @@ class BalanceSettings:
     ik_kp: float = 0.3
     ik_kd: float = 0.03
     ik_max: float = 0.05
+    ik_kd_stand: float | None = None
     ik_kz: float = 1.0
 
     def __post_init__(self):
@@ -203,7 +205,8 @@ DRIVES = ("torque", "motors")
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
-                           ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, recover_dist=0.1)
+                           ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
+                           recover_dist=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -570,8 +573,12 @@ class BalanceController:
             # more: a standing body walked itself sideways off its feet)
             want += (X[ankle] + rel) / len(stance)
             hz += (X[ankle, 2] - self.rest_ankle + r["x"][0, 2]) / len(stance)
-        dlt = s.ik_kp * (want - com) - s.ik_kd * (vcom - r["vcom"])
-        dlt[2] = s.ik_kz * (hz - X[0, 2]) - s.ik_kd * (vcom[2] - r["vcom"][2])
+        # the velocity term starts a standing body walking with its reference (without it
+        # the body is left behind and falls back); on a standing reference (stood
+        # ``stand_s``) the weaker ``ik_kd_stand``: at 0.1 it rocks a standing body off its feet
+        kd = s.ik_kd if (s.ik_kd_stand is None or self._both < s.stand_s) else s.ik_kd_stand
+        dlt = s.ik_kp * (want - com) - kd * (vcom - r["vcom"])
+        dlt[2] = s.ik_kz * (hz - X[0, 2]) - kd * (vcom[2] - r["vcom"][2])
         n = float(np.linalg.norm(dlt[:2]))
         if n > s.ik_max:
             dlt[:2] *= s.ik_max / n
