@@ -2,7 +2,7 @@
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
-                                                                         (default: all)
+                                            [live_headings]              (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -20,7 +20,10 @@
 * ``live_paced``: the same from the first frame, with the controller made to wait for the body
   (``LivePlayback(follow=...)``: its root clamped toward the body's; ``speed_margin``: its
   desired speed capped at the body's plus a margin), and how fast the body's centre of mass
-  moves forward and sideways in its first 2 s.
+  moves forward and sideways in its first 2 s;
+* ``live_headings``: the live walking inputs with ``STEPPING`` from the first frame, 20 s,
+  the whole task turned to six headings (the input's camera and the start facing): the same
+  walk in other floating-point conditions, since one run of a falling body says little.
 """
 from __future__ import annotations
 
@@ -313,11 +316,58 @@ def live_paced() -> None:
                   f"{fwd:.2f}, sideways {side:.2f} m/s")
 
 
+def live_headings() -> None:
+    """``STEPPING`` on the live walking inputs turned to six headings: when the head first
+    drops below 1 m (20 s: never) and how far body and reference walked."""
+    import dataclasses
+
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+    print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
+          + ", ".join(f"{y:.1f}" for y in yaws) + " rad: head below 1 m at (s); walked / reference (m)")
+    for name in ("straight_walk", "stop_and_go"):
+        downs, walks = [], []
+        for yaw in yaws:
+            src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
+                                      camera_yaw=yaw, initial_yaw=yaw)
+            ctrl = Controller(db, feats, src, start_yaw=yaw)
+            down, first = None, None
+            with LivePlayback(ctrl, body, "physical", s) as lp:
+                for i in range(int(20.0 / ctrl.dt)):
+                    (rr, _), (sr, _), _ = lp.step()
+                    first = (rr.copy(), sr.copy()) if first is None else first
+                    ch = lp.tracker.char
+                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                    if z < 1.0:
+                        down = (i + 1) * ctrl.dt
+                        break
+            downs.append("never" if down is None else f"{down:.2f}")
+            walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
+                         f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
+        print(f"  {name:14s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
+              + " ".join(walks))
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced}
+             "live_paced": live_paced, "live_headings": live_headings}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")
