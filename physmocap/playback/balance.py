@@ -44,17 +44,23 @@ linear inverted pendulum; a swing foot that lands early becomes a stance foot (`
 stance legs by IK from where each foot stands, the pelvis to its reference orientation and
 height, the centre of mass toward the reference's place over the stance sole, the sole without
 roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
-only when low and slow (``plant_speed``).
+only when low and slow (``plant_speed``); the stance IK moves the centre of mass with the
+reference's velocity as well as its place (``ik_kp`` 1, ``ik_kd`` 0.1: with the weaker 0.3 and
+0.03 a body starting from standing behind a reference that reaches 1.4 m/s within 0.9 s was
+pulled back over its stance foot and fell backward; ``ik_kd_stand`` 0.03 on a standing
+reference, which the stronger term rocks off its feet); a recovery step when the reference
+stands but the body's capture point has left its feet (``recover_dist``: a reference that
+stops dead leaves a moving body without a step to take).
 
-Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING`` the demo walk
-looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
-started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
-the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
-speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s;
-a reference paced by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) does not
-change that robustly: from standing the body's centre of mass moves forward at most 0.28 m/s
-in its first 2 s while it drifts sideways at 0.5-1.3 m/s (``physical_diagnosis.py
-live_paced``).
+Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
+with ``STEPPING`` the demo walk looped to 20 s walks without a fall (16.0 of the reference's
+19.6 m), started at the clip's first frame; the live straight walk (from standing) walks 20 s
+without a fall in each of six headings (13.8-14.8 of the reference's 23.8 m;
+``physical_diagnosis.py live_headings``; before the velocity term: down at 1.5-2.5 s); stop
+and go is still down 1.3-4.1 s after the first stop in 5 of 6 headings (at 4.3-7.1 s; in
+one at 13.1 s, after the second stop), the Bandai-Namco walk at 4.1 s: stopping, the body
+runs on and its recovery steps come too late and too short to catch it. A reference paced by the body
+(``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
 Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """

@@ -15,13 +15,10 @@ default): ``follow`` clamps its character root and simulation object toward the 
 reference's velocities), ``speed_margin`` caps the input's desired speed at the body's own
 plus a margin (the reference speeds up only as the body does). Measured
 (``benchmarks/physical_diagnosis.py live_paced``, ``balance.STEPPING``, from standing): neither
-keeps the body up on the live walking inputs. ``follow`` leaves the body's motion unchanged
-(head below 1 m at 2.45 s either way: ``STEPPING`` sees the reference only relative to the
-body); ``speed_margin`` 0.3-1.1 m/s moves the time down to 1.9-4.6 s, chaotically in the
-margin (1.0: the straight walk stays up 20 s but walks 7.2 of the reference's 23.1 m; stop and
-go is down at 4.55 s). The body's centre of mass never moves forward faster than 0.28 m/s in
-its first 2 s, while it drifts sideways at 0.5-1.3 m/s: the balance controller's gait
-initiation fails, however slowly the reference starts.
+is needed or helps. ``follow`` leaves the body's motion unchanged (``STEPPING`` sees the
+reference only relative to the body); ``speed_margin`` 0.3-1.1 m/s puts the straight walk,
+which stays up 20 s without it, down at 4.2 / 5.6 s for margins 0.3 / 0.6, and moves stop and
+go's time down (4.47 s without) to 4.0-9.4 s, chaotically in the margin.
 
 ``run_live`` plays an input scene for a duration and returns a ``TrackResult`` (the same report
 as ``track``: tracking error, root assist, penetration, foot skate, falls) plus per-frame
