@@ -339,7 +339,8 @@ def live_headings() -> None:
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
-          + ", ".join(f"{y:.1f}" for y in yaws) + " rad: head below 1 m at (s); walked / reference (m)")
+          + ", ".join(f"{y:.1f}" for y in yaws)
+          + " rad: head below 1 m at (s); walked / reference (m)")
     for name in ("straight_walk", "stop_and_go"):
         downs, walks = [], []
         for yaw in yaws:

@@ -59,8 +59,8 @@ without a fall in each of six headings (13.8-14.8 of the reference's 23.8 m;
 ``physical_diagnosis.py live_headings``; before the velocity term: down at 1.5-2.5 s); stop
 and go is still down 1.3-4.1 s after the first stop in 5 of 6 headings (at 4.3-7.1 s; in
 one at 13.1 s, after the second stop), the Bandai-Namco walk at 4.1 s: stopping, the body
-runs on and its recovery steps come too late and too short to catch it. A reference paced by the body
-(``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
+runs on and its recovery steps come too late and too short to catch it. A reference paced
+by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
 Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
