@@ -1,7 +1,8 @@
 """Why fully physical playback falls: the measurements behind README "Measured".
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
-                                            [start_phase] [live_start]   (default: all)
+                                            [start_phase] [live_start] [live_paced]
+                                            [live_headings]              (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -15,7 +16,14 @@
   ground force then, and how long the body is then in the air;
 * ``start_phase``: the demo walk with ``balance.STEPPING`` started at other points of its cycle;
 * ``live_start``: the live walking inputs with ``balance.STEPPING``, physics from the first
-  frame (the reference starts from standing) or from 3 s in (already walking).
+  frame (the reference starts from standing) or from 3 s in (already walking);
+* ``live_paced``: the same from the first frame, with the controller made to wait for the body
+  (``LivePlayback(follow=...)``: its root clamped toward the body's; ``speed_margin``: its
+  desired speed capped at the body's plus a margin), and how fast the body's centre of mass
+  moves forward and sideways in its first 2 s;
+* ``live_headings``: the live walking inputs with ``STEPPING`` from the first frame, 20 s,
+  the whole task turned to six headings (the input's camera and the start facing): the same
+  walk in other floating-point conditions, since one run of a falling body says little.
 """
 from __future__ import annotations
 
@@ -258,10 +266,109 @@ def live_start() -> None:
                   + f"; walked {walked:.1f} m (reference {ref:.1f} m)")
 
 
+def live_paced() -> None:
+    """The live walking inputs with ``STEPPING`` from the first frame, the controller waiting
+    for the body (``follow``, ``speed_margin``) or not."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    print("\nlive, STEPPING from the first frame, the controller waiting for the body; 20 s: "
+          "head below 1 m; walked (displacement); body's centre of mass in the first 2 s: "
+          "largest forward and sideways speed (m/s)")
+    variants = [("-", {}), ("follow 0.1 m", {"follow": 0.1})] + \
+        [(f"speed_margin {m:.1f}", {"speed_margin": m}) for m in (0.3, 0.6, 0.9, 1.0, 1.1)]
+    for name in ("straight_walk", "stop_and_go"):
+        for label, kw in variants:
+            ctrl = Controller(db, feats, load_input(_resolve(name, "inputs", "input")))
+            down, first, fwd, side = None, None, 0.0, 0.0
+            with LivePlayback(ctrl, body, "physical", s, **kw) as lp:
+                bal = lp.tracker.balance
+                for i in range(int(20.0 / ctrl.dt)):
+                    (rr, _), (sr, _), _ = lp.step()
+                    first = (rr.copy(), sr.copy()) if first is None else first
+                    if i < int(2.0 / ctrl.dt):
+                        _, _, C, V, _, _, _ = bal.state()
+                        v = bal.m @ V / bal.M
+                        fwd, side = max(fwd, float(v[0])), max(side, abs(float(v[1])))
+                    ch = lp.tracker.char
+                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                    if z < 1.0:
+                        down = (i + 1) * ctrl.dt
+                        break
+            walked = float(np.hypot(*(sr[:2] - first[1][:2])))
+            ref = float(np.hypot(*(rr[:2] - first[0][:2])))
+            print(f"  {name:14s} {label:17s} " + (f"down at {down:5.2f} s" if down
+                                                    else "up for 20 s  ")
+                  + f"; walked {walked:4.1f} m (reference {ref:4.1f} m); first 2 s: forward "
+                  f"{fwd:.2f}, sideways {side:.2f} m/s")
+
+
+def live_headings() -> None:
+    """``STEPPING`` on the live walking inputs turned to six headings: when the head first
+    drops below 1 m (20 s: never) and how far body and reference walked."""
+    import dataclasses
+
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    feats = compute_features(db)
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+    print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
+          + ", ".join(f"{y:.1f}" for y in yaws)
+          + " rad: head below 1 m at (s); walked / reference (m)")
+    for name in ("straight_walk", "stop_and_go"):
+        downs, walks = [], []
+        for yaw in yaws:
+            src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
+                                      camera_yaw=yaw, initial_yaw=yaw)
+            ctrl = Controller(db, feats, src, start_yaw=yaw)
+            down, first = None, None
+            with LivePlayback(ctrl, body, "physical", s) as lp:
+                for i in range(int(20.0 / ctrl.dt)):
+                    (rr, _), (sr, _), _ = lp.step()
+                    first = (rr.copy(), sr.copy()) if first is None else first
+                    ch = lp.tracker.char
+                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                    if z < 1.0:
+                        down = (i + 1) * ctrl.dt
+                        break
+            downs.append("never" if down is None else f"{down:.2f}")
+            walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
+                         f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
+        print(f"  {name:14s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
+              + " ".join(walks))
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
-             "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start}
+             "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
+             "live_paced": live_paced, "live_headings": live_headings}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

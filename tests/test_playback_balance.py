@@ -1,7 +1,9 @@
 """Balance feedback of fully physical playback (``physmocap.playback.balance``): the dynamics
 model it predicts with, physical validity (no force on the root from outside), standing on two
-legs and on one, the feedback paths, the steadier reference feet, the stepping options, and the
-walking figures (measured; the issue's 20 s target is not met)."""
+legs and on one, the feedback paths, the steadier reference feet, the stepping options (and
+recovery steps), and the walking figures (measured; the issue's 20 s target is met by
+``STEPPING`` on the demo walk and on the live straight walk, ``tests/test_playback_live.py``,
+not on stopping)."""
 from __future__ import annotations
 
 import numpy as np
@@ -246,3 +248,25 @@ def test_demo_walk_figures_measured(body):
         first = r.falls[0]["time_s"] if r.falls else None
         print(name, "first fall", first, "s of", round(r.motion.duration, 2))
         assert first is None or first > 1.0
+
+
+def test_recovery_step_catches_a_pushed_standing_body(body):
+    """A standing reference gives no step to take: a body moving forward at 0.6 m/s (a live
+    reference that stopped dead) falls unless it takes recovery steps (``recover_dist``)."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    J = len(body)
+    root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
+    fell = {}
+    for rd in (0.0, STEPPING.recover_dist):
+        s = TrackingSettings(balance=True,
+                             balance_gains=dataclasses.replace(STEPPING, recover_dist=rd))
+        with Tracker(body, "physical", s) as tr:
+            tr.reset(root, lrot[0], lrot, dt=1 / 60,
+                     next_pose=(root + np.array([0.6 / 60, 0.0, 0.0]), lrot[0], lrot))
+            for _ in range(300):                          # 5 s
+                tr.step(root, lrot[0], lrot, 1 / 60)
+            fell[rd] = bool(tr.falls)
+    # measured: without recovery steps down within 2.5 s; with them up for 5 s
+    assert fell[0.0] and not fell[STEPPING.recover_dist]

@@ -81,3 +81,63 @@ def test_cli_play_database(walk_db, tmp_path, capsys):
                 "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second", "latency_ms"):
         assert key in rep
     assert read_bvh(tmp_path / "sim.bvh").n_frames == 120
+
+
+def _lead_and_walk(walk_db, src, seconds, **kw):
+    """Fully physical (``STEPPING``) live run: the largest horizontal lead of the reference's
+    root over the body's (m), and how far each walked (m)."""
+    from physmocap.playback import TrackingSettings
+    from physmocap.playback.balance import STEPPING
+    db, feats = walk_db
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    lead, first = 0.0, None
+    with LivePlayback(Controller(db, feats, src), mode="physical", settings=s, **kw) as live:
+        for _ in range(int(seconds * 60)):
+            (rr, _), (sr, _), _ = live.step()
+            first = (rr.copy(), sr.copy()) if first is None else first
+            lead = max(lead, float(np.hypot(*(rr[:2] - sr[:2]))))
+        vcom = float(np.linalg.norm(live.tracker.balance.ref["vcom"][:2]))
+    return lead, float(np.hypot(*(rr[:2] - first[0][:2]))), \
+        float(np.hypot(*(sr[:2] - first[1][:2]))), vcom
+
+
+def test_follow_body_keeps_the_reference_at_the_body(walk_db, project_root):
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    free, ref_free, _, _ = _lead_and_walk(walk_db, src, 1.5)
+    held, ref_held, _, vcom = _lead_and_walk(walk_db, src, 1.5, follow=0.1)
+    # unclamped, the reference (1.4 m/s within 0.9 s) runs ahead of the body that cannot
+    assert free > 0.3
+    # clamped: at most ``follow`` plus one frame's walk ahead, and it walked less
+    assert held < 0.1 + 0.05 and ref_held < ref_free
+    # the move is not seen as reference velocity (a 0.1 m jump a frame would be 6 m/s)
+    assert vcom < 2.0
+
+
+def test_speed_margin_paces_the_reference_by_the_body(walk_db, project_root):
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    _, ref_free, _, _ = _lead_and_walk(walk_db, src, 1.5)
+    _, ref_paced, body, _ = _lead_and_walk(walk_db, src, 1.5, speed_margin=0.3)
+    # the reference walks at most the body's way plus 0.3 m/s over 1.5 s (plus the
+    # controller's clamp distance, 0.1 m, and its root motion's lag)
+    assert ref_paced < ref_free
+    assert ref_paced < body + 0.3 * 1.5 + 0.15
+
+
+def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):
+    """The issue's target for mode (b): no fall in 20 s of live walking, from standing."""
+    from physmocap.playback import TrackingSettings
+    from physmocap.playback.balance import STEPPING
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    res = run_live(Controller(db, feats, src), 20.0, mode="physical",
+                   settings=TrackingSettings(balance=True, balance_gains=STEPPING))
+    rep = res.report()
+    assert rep["root_assist_force_max_n"] == 0.0 and not rep["falls"]
+    m = res.result.motion
+    head = m.gpos[:, list(m.skeleton.names).index("Head"), 2]
+    # upright throughout (standing 1.6 m; measured minimum 1.49 m), not crawling
+    assert head.min() > 1.2
+    # and walking: measured 14.8 of the reference's 23.9 m (a body stepping in place or
+    # drifting sideways would stay within a few metres)
+    walked = m.root_pos[-1, :2] - m.root_pos[0, :2]
+    assert walked[0] > 10.0 and abs(walked[1]) < 0.3 * walked[0]

@@ -44,13 +44,23 @@ linear inverted pendulum; a swing foot that lands early becomes a stance foot (`
 stance legs by IK from where each foot stands, the pelvis to its reference orientation and
 height, the centre of mass toward the reference's place over the stance sole, the sole without
 roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
-only when low and slow (``plant_speed``).
+only when low and slow (``plant_speed``); the stance IK moves the centre of mass with the
+reference's velocity as well as its place (``ik_kp`` 1, ``ik_kd`` 0.1: with the weaker 0.3 and
+0.03 a body starting from standing behind a reference that reaches 1.4 m/s within 0.9 s was
+pulled back over its stance foot and fell backward; ``ik_kd_stand`` 0.03 on a standing
+reference, which the stronger term rocks off its feet); a recovery step when the reference
+stands but the body's capture point has left its feet (``recover_dist``: a reference that
+stops dead leaves a moving body without a step to take).
 
-Measured (README, "Measured"; ``benchmarks/playback_speed.py``): with ``STEPPING`` the demo walk
-looped to 20 s walks without a fall (15.6 of the reference's 19.6 m, head never below 1.40 m),
-started at the clip's first frame (started 0.3-0.9 s into the cycle it is down within 0.8-3.7 s);
-the Bandai-Namco walk and the live walking inputs, which start from standing and reach walking
-speed within a second, are down (head below 1 m) after 2.2-2.4 s and fall at 2.8-3.1 s.
+Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
+with ``STEPPING`` the demo walk looped to 20 s walks without a fall (16.0 of the reference's
+19.6 m), started at the clip's first frame; the live straight walk (from standing) walks 20 s
+without a fall in each of six headings (13.8-14.8 of the reference's 23.8 m;
+``physical_diagnosis.py live_headings``; before the velocity term: down at 1.5-2.5 s); stop
+and go is still down 1.3-4.1 s after the first stop in 5 of 6 headings (at 4.3-7.1 s; in
+one at 13.1 s, after the second stop), the Bandai-Namco walk at 4.1 s: stopping, the body
+runs on and its recovery steps come too late and too short to catch it. A reference paced
+by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
 Without stepping, neither drive keeps the
 body up longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
@@ -125,13 +135,18 @@ class BalanceSettings:
             toward its reference world orientation and height, the centre of mass toward the
             reference's place over the stance feet, its offset across each sole bounded by
             ``com_lateral`` m; ``ik_kp``, ``ik_kd`` (per frame, s), ``ik_kz``: gains of that
-            move, ``ik_max`` m its bound per frame.
+            move, ``ik_max`` m its bound per frame; ``ik_kd_stand`` (``None``: ``ik_kd``)
+            replaces ``ik_kd`` once the reference has stood on both feet ``stand_s`` s.
         flat_stance: a stance sole's target has no roll across (the references' planted
             soles lean up to 8-9° onto one edge; a stiff ankle stands the body on that edge).
         capture, capture_forward, capture_width, capture_blend: foot placement at the
             capture point of the linear inverted pendulum (``com + v / ω``, ``ω = √(g/h)``),
             ``capture_forward`` m ahead of it and ``capture_width`` m outward, blended in
             over the first ``capture_blend`` s of the swing (``swing_ik`` only).
+        recover_dist, recover_s, recover_wait: recovery steps (``_recovery``; 0 = none):
+            once the reference has stood on both feet ``recover_wait`` s, a step whenever the
+            body's capture point is more than ``recover_dist`` m from the middle of its feet,
+            the swing lasting ``recover_s`` s, then until the foot touches.
     """
 
     drive: str = "torque"
@@ -170,12 +185,16 @@ class BalanceSettings:
     capture_forward: float = -0.03
     capture_width: float = 0.06
     capture_blend: float = 0.3
+    recover_dist: float = 0.0
+    recover_s: float = 0.35
+    recover_wait: float = 0.15
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
     ik_kp: float = 0.3
     ik_kd: float = 0.03
     ik_max: float = 0.05
+    ik_kd_stand: float | None = None
     ik_kz: float = 1.0
 
     def __post_init__(self):
@@ -192,7 +211,8 @@ DRIVES = ("torque", "motors")
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
-                           ik_kz=0.1)
+                           ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
+                           recover_dist=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -278,6 +298,8 @@ class BalanceController:
         self._swt = np.zeros(2)
         self._both = 0.0
         self._last_swing = []
+        self._rec = None             # a recovery step: its side
+        self._rec_t = 0.0            # s since it began
         self.ref = None
         self._k = 0
         self._ref_com = None
@@ -314,10 +336,18 @@ class BalanceController:
         self._swt = np.where(np.isin([0, 1], self._last_swing), self._swt + max(dt, 0.0), 0.0)
         # seconds the reference has had both feet planted (standing)
         self._both = self._both + max(dt, 0.0) if on.all() else 0.0
+        self._rec_t += max(dt, 0.0)
         self.ref = {"lrot": lrot, "jvel": np.asarray(jvel, float), "root_rot": np.asarray(root_rot),
                     "ang": np.asarray(ang, float), "com": com, "vcom": vcom, "on": on, "low": low,
                     "ankle_z": ank, "falling_foot": ank < prev,
                     "x": x, "g": g}
+
+    def shift_reference(self, offset: np.ndarray) -> None:
+        """Translate the stored reference by ``offset (3,)`` m (``Tracker.shift_reference``)."""
+        if self._ref_com is not None:
+            self._ref_com = self._ref_com + offset
+        if self.ref is not None:
+            self.ref = dict(self.ref, x=self.ref["x"] + offset, com=self.ref["com"] + offset)
 
     # --- one physics step -----------------------------------------------------------------
 
@@ -382,6 +412,7 @@ class BalanceController:
             swing = [sd for sd in swing if not (wts[sd] > 0 and r["falling_foot"][sd])]
         if not up:
             wts = np.zeros(2)
+        swing = self._recovery(swing, up, feet, X, com, vcom)
         for sd in swing:
             hip, _, _ = self.chains[sd]
             st_ankle = self.chains[1 - sd][2]
@@ -405,7 +436,8 @@ class BalanceController:
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
-                self._swing_ik(sd, target, X, R, com, delta)
+                land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
+                self._swing_ik(sd, target, X, R, com, delta, land)
                 continue
             n = float(np.hypot(*delta))
             gt = r["g"][hip]
@@ -465,7 +497,43 @@ class BalanceController:
         target[knee] = qk
         target[ankle] = quat.mul(quat.conj(gk), r["g"][ankle] if foot is None else foot)
 
-    def _swing_ik(self, sd: int, target: np.ndarray, X, R, com, delta) -> None:
+    def _recovery(self, swing, up, feet, X, com, vcom) -> list:
+        """The swing sides with recovery steps (``BalanceSettings.recover_dist``): while the
+        reference has stood on both feet ``recover_wait`` s, a step starts when the body's
+        capture point strays ``recover_dist`` m from the middle of its feet (a reference that
+        stops dead leaves a body still moving with no step to take); the foot carrying less
+        swings for ``recover_s`` s and then until it touches."""
+        s, r = self.s, self.ref
+        if s.recover_dist <= 0 or not up or swing:
+            self._rec = None
+            return swing
+        if self._rec is not None:
+            if self._rec_t > s.recover_s and feet[self._rec]:
+                self._rec = None
+            elif feet[self._rec] and not feet[1 - self._rec]:
+                # the body rolled onto the swing foot and lifted the other: that one steps
+                self._rec = 1 - self._rec
+                self._rec_t = 0.0
+                self._swt[self._rec] = 0.0
+            return [] if self._rec is None else [self._rec]
+        ank = [c[2] for c in self.chains]
+        h = max(float(com[2] - X[ank, 2].min()), 0.3)
+        om = np.sqrt(self.g / h)
+        e = com[:2] + vcom[:2] / om - X[ank, :2].mean(axis=0)
+        # only while the reference stands (both feet planted a while): in its own double
+        # support a walking reference steps again soon, and a lagging body would step back
+        if self._both >= s.recover_wait and float(np.linalg.norm(e)) > s.recover_dist \
+                and feet.any():
+            # the foot off the floor, else the one carrying less (lifting the loaded foot
+            # drops the body onto the other)
+            self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
+            self._rec_t = 0.0
+            self._swt[self._rec] = 0.0
+            return [self._rec]
+        return swing
+
+    def _swing_ik(self, sd: int, target: np.ndarray, X, R, com, delta,
+                  land: bool = False) -> None:
         """Swing leg ``sd`` (``_leg_ik`` on the *simulated* pelvis): the ankle goes to the
         reference's ankle height above the floor, horizontally where the reference puts it
         relative to its centre of mass, moved with the simulated centre of mass and by the
@@ -482,7 +550,8 @@ class BalanceController:
             # height: the reference's own swing foot points its toes at the floor
             g = r["g"][ankle]
             foot = quat.mul(quat.between(quat.rotate(g, _Z), _Z), g)
-            T[2] = max(T[2], self.rest_ankle + self.s.clearance)
+            # (a recovery step comes down at the end: its reference foot stands)
+            T[2] = T[2] if land else max(T[2], self.rest_ankle + self.s.clearance)
         else:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
@@ -510,8 +579,12 @@ class BalanceController:
             # more: a standing body walked itself sideways off its feet)
             want += (X[ankle] + rel) / len(stance)
             hz += (X[ankle, 2] - self.rest_ankle + r["x"][0, 2]) / len(stance)
-        dlt = s.ik_kp * (want - com) - s.ik_kd * (vcom - r["vcom"])
-        dlt[2] = s.ik_kz * (hz - X[0, 2]) - s.ik_kd * (vcom[2] - r["vcom"][2])
+        # the velocity term starts a standing body walking with its reference (without it
+        # the body is left behind and falls back); on a standing reference (stood
+        # ``stand_s``) the weaker ``ik_kd_stand``: at 0.1 it rocks a standing body off its feet
+        kd = s.ik_kd if (s.ik_kd_stand is None or self._both < s.stand_s) else s.ik_kd_stand
+        dlt = s.ik_kp * (want - com) - kd * (vcom - r["vcom"])
+        dlt[2] = s.ik_kz * (hz - X[0, 2]) - kd * (vcom[2] - r["vcom"][2])
         n = float(np.linalg.norm(dlt[:2]))
         if n > s.ik_max:
             dlt[:2] *= s.ik_max / n
@@ -638,8 +711,9 @@ class BalanceController:
                     (1 - wts[sd]) * self.max_torque[a]
             # compliant while the reference steps (stiff legs make every landing an impact),
             # stiff once it has stood ``stand_s`` (compliant ones let a standing body sag)
-            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s) \
-                else self.s.motor_kp
+            # (and compliant through a recovery step, which lands like any other)
+            kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s
+                                     and self._rec is None) else self.s.motor_kp
             gains = np.full(self.J, kp)
             ch.p.setJointMotorControlMultiDofArray(
                 ch.body, ch.links, ch.p.POSITION_CONTROL, targetPositions=target[1:].tolist(),

@@ -9,6 +9,17 @@ Each frame, in one loop (``LivePlayback.step``):
    lowest sole point is on the floor, the offset smoothed by a one-pole filter (``ground_s``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
+In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
+default): ``follow`` clamps its character root and simulation object toward the body's root
+(the reference then stays at the body; ``Tracker.shift_reference`` keeps the move out of the
+reference's velocities), ``speed_margin`` caps the input's desired speed at the body's own
+plus a margin (the reference speeds up only as the body does). Measured
+(``benchmarks/physical_diagnosis.py live_paced``, ``balance.STEPPING``, from standing): neither
+is needed or helps. ``follow`` leaves the body's motion unchanged (``STEPPING`` sees the
+reference only relative to the body); ``speed_margin`` 0.3-1.1 m/s puts the straight walk,
+which stays up 20 s without it, down at 4.2 / 5.6 s for margins 0.3 / 0.6, and moves stop and
+go's time down (4.47 s without) to 4.0-9.4 s, chaotically in the margin.
+
 ``run_live`` plays an input scene for a duration and returns a ``TrackResult`` (the same report
 as ``track``: tracking error, root assist, penetration, foot skate, falls) plus per-frame
 timings; ``physmocap play DB.npz --input NAME`` is its command line.
@@ -84,6 +95,33 @@ class _FrameFeet:
         return quat.normalize(lrot), low
 
 
+class _BodyPaced:
+    """An input source whose desired speed is at most the simulated body's speed along it
+    (filtered, ``LivePlayback.speed_margin``) plus ``speed_margin`` m/s: the matched motion
+    speeds up no faster than the body does (a gait initiation paced by the body)."""
+
+    def __init__(self, source, live):
+        self.source, self.live = source, live
+
+    def __getattr__(self, name):
+        return getattr(self.source, name)
+
+    def desired(self, t, sim_pos, sim_rot):
+        vel, rot = self.source.desired(t, sim_pos, sim_rot)
+        vel = np.array(vel, float)
+        n = float(np.linalg.norm(vel[:2]))
+        if n < 1e-9:
+            return vel, rot
+        live = self.live
+        # the body's speed along the desired direction (walking backward does not count),
+        # in the database's units (the retargeter scales positions by ``ratio``)
+        ahead = max(0.0, float(live._vel @ vel[:2]) / n)
+        cap = (ahead + live.speed_margin) / live.retarget.ratio
+        if n > cap:
+            vel[:2] *= cap / n
+        return vel, rot
+
+
 def _hips_height(db) -> float:
     """m, the median height of the database's hips above its floor (the simulation bone)."""
     return float(np.median(db.lpos[:, 1, 2]))
@@ -98,10 +136,19 @@ class LivePlayback:
         mode: ``"assist"`` or ``"physical"`` (see ``Tracker``).
         settings: ``TrackingSettings``.
         ground_s: s, time constant of the causal filter on the reference's floor offset.
+        follow: m, or ``None`` (off): the most the reference's root may lead the simulated
+            body's, horizontally; beyond it the controller's character root and simulation
+            object are moved back (``follow_body``), so the matched motion waits for the body.
+        speed_margin: m/s, or ``None`` (off): the input's desired speed is capped at the
+            body's horizontal speed along it (filtered with time constant ``speed_filter_s``
+            s) plus this margin, so the reference cannot run away from a body that has not
+            yet got going (the live inputs start from standing).
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
-                 settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05):
+                 settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
+                 follow: float | None = None, speed_margin: float | None = None,
+                 speed_filter_s: float = 0.5):
         from ..matching.controller import output_skeleton
         self.ctrl = controller
         self.body = body or load_body()
@@ -115,6 +162,12 @@ class LivePlayback:
         from ..matching.retarget import reference_pose
         db = controller.db
         first = np.array(db.lrot[int(db.range_starts[0]), 1:])
+        self.follow = follow
+        self.speed_margin = speed_margin
+        self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
+        self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
+        if speed_margin is not None:
+            controller.source = _BodyPaced(controller.source, self)
         self.retarget = FrameRetargeter(
             src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
             source_rest=reference_pose(src, db.up, first, self.body.skeleton))
@@ -158,9 +211,30 @@ class LivePlayback:
             ref = nxt
             t1 = time.perf_counter()
         rp, rr, lr, info = self.tracker.step(ref[0], ref[1][0], ref[1], self.dt)
+        if self.follow is not None:
+            self.follow_body(ref[0], rp)
+        if self.speed_margin is not None:
+            v, _ = self.tracker.char.p.getBaseVelocity(self.tracker.char.body,
+                                                      physicsClientId=self.tracker.char.client)
+            self._vel += self._speed_a * (np.array(v[:2]) - self._vel)
         t2 = time.perf_counter()
         info = dict(info, controller_ms=1e3 * (t1 - t0), physics_ms=1e3 * (t2 - t1))
         return ref, (rp, lr), info
+
+    def follow_body(self, ref_root, sim_root) -> None:
+        """Clamp the controller toward the simulated body: where the reference's root
+        ``ref_root (3,)`` leads the body's ``sim_root (3,)`` (m, world) by more than ``follow``
+        horizontally, the controller's character root and simulation object move back by the
+        excess (in the database's units), so the next reference starts where the body is."""
+        e = np.asarray(ref_root[:2], float) - np.asarray(sim_root[:2], float)
+        n = float(np.hypot(*e))
+        if n <= self.follow:
+            return
+        back = np.zeros(3)
+        back[:2] = e * ((n - self.follow) / n) / self.retarget.ratio
+        self.ctrl.root_pos = self.ctrl.root_pos - back
+        self.ctrl.sim_pos = self.ctrl.sim_pos - back
+        self.tracker.shift_reference(-back * self.retarget.ratio)
 
     def close(self) -> None:
         self.tracker.close()

@@ -240,6 +240,17 @@ class Tracker:
 
     # --- one frame ------------------------------------------------------------------------
 
+    def shift_reference(self, offset) -> None:
+        """Translate the previous reference by ``offset (3,)`` m: the next reference is in a
+        frame moved by it (``LivePlayback.follow_body``), and the reference's velocities
+        (finite differences) must not see the move."""
+        if self._ref is None:
+            return
+        d = np.asarray(offset, float)
+        self._ref = (self._ref[0] + d,) + tuple(self._ref[1:])
+        if self.balance is not None:
+            self.balance.shift_reference(d)
+
     def step(self, ref_root_pos, ref_root_rot, ref_lrot, dt: float):
         """Simulate ``dt`` seconds toward the reference pose (``(3,)``, ``(4,)``, ``(J, 4)``).
 
