@@ -19,9 +19,10 @@ well-observed frames:
 On a static trial a marker set may also state Plug-in Gait's chord rule for a joint centre
 (``Centre``; the PiG set does for the knees): the rule's point, computed from the markers and the
 fitted parent joint in every calibration frame, enters the pose and the shape fits as a stiff
-virtual marker at the joint (the calibration RMS counts it as a marker). Priors alone leave a knee centre where the template's offsets put it relative to
-KNE; the rule places it from the thigh wand as Plug-in Gait does (a right knee 15 mm out of the
-wand's plane otherwise: ``benchmarks/solve_real.py``).
+virtual marker at the joint (the calibration RMS counts it as a marker). Priors alone leave a
+knee centre where the template's offsets put it relative to KNE; the rule places it from the
+thigh wand as Plug-in Gait does (a right knee 15 mm out of the wand's plane otherwise:
+``benchmarks/solve_real.py``).
 
 Limb lengths are then fixed for the whole take: that is the point of the method.
 """

@@ -40,8 +40,8 @@ from .markers import MarkerSet
 from .skeleton import Skeleton
 
 __all__ = [
-    "BodyTemplate", "MarkerSetSpec", "CentreRule", "JOINT_TYPES", "scene_dirs", "list_bodies", "list_markersets",
-    "load_body", "load_markerset", "pick_markerset",
+    "BodyTemplate", "MarkerSetSpec", "CentreRule", "JOINT_TYPES", "scene_dirs", "list_bodies",
+    "list_markersets", "load_body", "load_markerset", "pick_markerset",
     "Environment", "SceneObject", "HandHold", "list_environments", "load_environment",
 ]
 

@@ -645,8 +645,9 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
         there is no valid marker data, then +z), first_frame (1-based, as in the header),
         n_points_in_file, n_virtual, processor, parser, subject_parameters (the ``PROCESSING``
         group's numbers, e.g. Plug-in Gait's ``LKneeWidth`` in mm, when the file has them),
-        analog_rate (when the file has analog channels), analog_only (True for files with analog data but no points), nonfinite_samples
-        (when some valid-flagged samples held infinite coordinates).
+        analog_rate (when the file has analog channels), analog_only (True for files with
+        analog data but no points), nonfinite_samples (when some valid-flagged samples held
+        infinite coordinates).
 
     Raises:
         FileFormatError: empty, truncated, corrupt or unsupported (MIPS) files; files whose

@@ -69,8 +69,8 @@ class TrackingSettings:
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
             ``assist_i_time``, so a standing body's fraction of a millimetre of offset never
-            winds it up) clamped to ``assist_i_max``. Without it a root that falls behind early keeps
-            its lag: each stance foot lands and holds (friction) where the lagging body puts it,
+            winds it up) clamped to ``assist_i_max``. Without it a root that falls behind early
+            keeps its lag: each stance foot lands and holds (friction) where the lagging body puts it,
             so a proportional pull stops at the lag where it meets the feet's friction
             (measured: the Plug-in Gait walk's root 4.1 cm behind for the whole take; with the
             integral 0.9 cm, for the same mean force). Horizontal only: a vertical integral

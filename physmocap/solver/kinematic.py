@@ -430,11 +430,10 @@ class _Structure:
         if pk.size:
             W0 = np.zeros((len(pk), 3, 3)) if prior is None else prior[0][self.pj]
             c0 = np.zeros((len(pk), 3)) if prior is None else prior[1][self.pj]
-            self.pW = W0
-            self.pc = c0
-            self.W0, self.W0c0 = W0, (W0 @ c0[..., None])[..., 0]
-            # markers per free joint's own segment (a segment seen by fewer than two is "weak")
-            self.seg_markers = (markerset.body[:, None] == self.pj[None, :])
+            self.pW, self.pc = W0, c0
+            self.W0c0 = (W0 @ c0[..., None])[..., 0]
+            # (M, npk): which markers sit on each prior joint's own segment (``hold_prior``)
+            self.seg_markers = markerset.body[:, None] == self.pj[None, :]
         self.p_flat = blk(3 + 3 * pk, 3 + 3 * pk).ravel()        # their 3x3 diagonal blocks
         self.p_g = (3 + 3 * pk[:, None] + k).ravel()
 
@@ -542,12 +541,13 @@ def hold_prior(st: _Structure, start_lrot: np.ndarray, vis: np.ndarray) -> tuple
     """Per-frame ``(W (n, npk, 3, 3), c (n, npk, 3))``: the rotation prior plus ``hold * I``
     toward the start pose ``start_lrot (n, J, 4)`` on the joints whose own segment shows fewer
     markers than it carries, and fewer than three, in that frame (``vis (n, M)``), as one
-    quadratic. (Two markers and the joint centre do fix a segment, but noisily: holding those
-    too halved the error growth under 30 % dropout against holding one-marker segments only.) Segments seen as well as they can be are left to their markers (the fit stays
-    the optimum there: a take without gaps solves exactly as without ``hold``)."""
+    quadratic. Two markers and the joint centre do fix a segment, but noisily: holding those too
+    halved the error growth under 30 % dropout against holding one-marker segments only.
+    Segments seen as well as they can be are left to their markers (the fit stays the optimum
+    there: a take without gaps solves exactly as without ``hold``)."""
     seen = vis.astype(float) @ st.seg_markers                  # (n, npk) markers visible
     weak = seen < np.minimum(3, st.seg_markers.sum(axis=0))
-    W = st.W0 + (st.hold * weak)[..., None, None] * np.eye(3)
+    W = st.pW + (st.hold * weak)[..., None, None] * np.eye(3)
     s = quat.to_scaled_axis(start_lrot[:, st.pj])
     rhs = st.W0c0 + st.hold * weak[..., None] * s
     c = np.where(weak[..., None], np.linalg.solve(np.where(weak[..., None, None], W, np.eye(3)),

@@ -22,8 +22,8 @@ from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_
 from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
 from .physical import PhysicalResult, PhysicalSettings, plant_anchors, solve_physical
 
-__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior", "bind_centres",
-           "hold_anchors", "cleaned_markers"]
+__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
+           "bind_centres", "hold_anchors", "cleaned_markers"]
 
 
 @dataclass(frozen=True, eq=False)
