@@ -28,3 +28,16 @@ def median_time(fn, repeats: int) -> tuple[float, list[float]]:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), times
+
+
+def live_database():
+    """The live benchmarks' motion-matching database: Bandai-Namco ``ds2_normal_locomotion``
+    walks 001-006 and runs 001-002 (20 clips) at 60 fps, and its features."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+
+    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    return db, compute_features(db)

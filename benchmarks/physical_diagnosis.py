@@ -31,11 +31,10 @@ import time
 
 import numpy as np
 
-from _common import data_dir
+from _common import data_dir, live_database
 
 from physmocap import quat
 from physmocap.demo import make_demo_capture
-from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, Tracker, track
 from physmocap.playback.diagnose import support, support_summary
 from physmocap.playback.track import ground_motion, level_feet, loop_motion
@@ -130,8 +129,7 @@ def prepared(motion, body):
 def references() -> None:
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.controller import Controller, run_controller
-    from physmocap.matching.database import build_database, resample
-    from physmocap.matching.features import compute_features
+    from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget
     from physmocap.matching.trajectory import load_input
     from physmocap.scene import _resolve
@@ -144,9 +142,8 @@ def references() -> None:
              for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
     refs = {"demo walk (120 Hz)": walk,
             "Bandai walk (60 Hz)": resample(retarget(src, body.skeleton, name_map=names), 60.0)}
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
-    mm, _ = run_controller(Controller(db, compute_features(db), load_input(
+    db, feats = live_database()
+    mm, _ = run_controller(Controller(db, feats, load_input(
         _resolve("straight_walk", "inputs", "input"))), 10.0)
     refs["motion-matched straight walk"] = retarget(mm, body.skeleton, name_map=names)
     print("\nreference support on the simulated feet (feet levelled, grounded as track does)")
@@ -226,10 +223,7 @@ def live_start() -> None:
     """The live walking inputs with ``STEPPING``: physics from the first frame (the reference
     starts from standing and reaches walking speed within a second) against physics started
     once the controller has walked 3 s."""
-    from physmocap.io.bvh import read_bvh
     from physmocap.matching.controller import Controller
-    from physmocap.matching.database import build_database
-    from physmocap.matching.features import compute_features
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
@@ -237,10 +231,7 @@ def live_start() -> None:
 
     body = load_body()
     head = body.index("Head")
-    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
-    feats = compute_features(db)
+    db, feats = live_database()
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     print("\nlive, STEPPING, 20 s of physics: when the head first drops below 1 m")
     for name in ("straight_walk", "stop_and_go"):
@@ -269,10 +260,7 @@ def live_start() -> None:
 def live_paced() -> None:
     """The live walking inputs with ``STEPPING`` from the first frame, the controller waiting
     for the body (``follow``, ``speed_margin``) or not."""
-    from physmocap.io.bvh import read_bvh
     from physmocap.matching.controller import Controller
-    from physmocap.matching.database import build_database
-    from physmocap.matching.features import compute_features
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
@@ -280,10 +268,7 @@ def live_paced() -> None:
 
     body = load_body()
     head = body.index("Head")
-    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
-    feats = compute_features(db)
+    db, feats = live_database()
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     print("\nlive, STEPPING from the first frame, the controller waiting for the body; 20 s: "
           "head below 1 m; walked (displacement); body's centre of mass in the first 2 s: "
@@ -321,10 +306,7 @@ def live_headings() -> None:
     drops below 1 m (20 s: never) and how far body and reference walked."""
     import dataclasses
 
-    from physmocap.io.bvh import read_bvh
     from physmocap.matching.controller import Controller
-    from physmocap.matching.database import build_database
-    from physmocap.matching.features import compute_features
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
@@ -332,10 +314,7 @@ def live_headings() -> None:
 
     body = load_body()
     head = body.index("Head")
-    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
-    feats = compute_features(db)
+    db, feats = live_database()
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from _common import data_dir
+from _common import data_dir, live_database
 
 from physmocap import quat
 from physmocap.demo import make_demo_capture
@@ -89,20 +89,14 @@ def live() -> None:
     speed beside the controller alone (the kinematic reference)."""
     import time
 
-    from physmocap.io.bvh import read_bvh as _read
     from physmocap.matching.controller import Controller, run_controller
-    from physmocap.matching.database import build_database
-    from physmocap.matching.features import compute_features
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.live import run_live
     from physmocap.scene import _resolve
 
-    folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = build_database([_read(f) for f in files], names=[f.stem for f in files], fps=60)
-    feats = compute_features(db)
-    print(f"\nlive coupling, database {db.n_frames} frames ({len(files)} clips); assist 10 s, "
-          f"physical 20 s per input")
+    db, feats = live_database()
+    print(f"\nlive coupling, database {db.n_frames} frames ({len(db.range_starts)} clips); "
+          f"assist 10 s, physical 20 s per input")
     print(f"{'input':14s} {'mode':11s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
           f"{'skate':>6s} {'lost':>6s} {'down':>6s}  falls")
     inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")

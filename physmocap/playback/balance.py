@@ -418,10 +418,7 @@ class BalanceController:
             st_ankle = self.chains[1 - sd][2]
             d = (com - X[st_ankle])[:2] - (r["com"] - r["x"][st_ankle])[:2]
             v = vcom[:2] - r["vcom"][:2]
-            # heading frame of the reference: forward, left
-            fw = quat.rotate(r["root_rot"], np.array([1.0, 0.0, 0.0]))[:2]
-            fw = fw / max(float(np.hypot(*fw)), 1e-9)
-            lf = np.array([-fw[1], fw[0]])
+            fw, lf = (a[:2] for a in self._heading())
             out = 1.0 if sd == 0 else -1.0         # the swing foot's outward side (+left)
             delta = fw * (s.place_cd * (d @ fw) + s.place_cv * (v @ fw)) + \
                 lf * (s.place_cd_lat * (d @ lf) + s.place_cv_lat * (v @ lf) +
@@ -431,8 +428,7 @@ class BalanceController:
                     # capture-point placement (linear inverted pendulum): the foot lands where
                     # the centre of mass would come to rest over it, ``capture_forward``
                     # behind it so the walk goes on, ``capture_width`` outward
-                    om = np.sqrt(self.g / max(float(com[2] - X[self.chains[1 - sd][2], 2]), 0.3))
-                    xi = com[:2] + vcom[:2] / om
+                    xi = self._capture_point(com, vcom, X[self.chains[1 - sd][2], 2])
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
@@ -474,6 +470,19 @@ class BalanceController:
         st = (X, R, C, V, W, q, w, com, vcom)
         return st, wts, swing, target, jv
 
+    def _heading(self) -> tuple[np.ndarray, np.ndarray]:
+        """The reference's heading frame on the floor: unit ``forward`` and ``left`` ``(3,)``."""
+        fw = quat.rotate(self.ref["root_rot"], np.array([1.0, 0.0, 0.0]))
+        fw[2] = 0.0
+        fw /= max(float(np.linalg.norm(fw)), 1e-9)
+        return fw, np.array([-fw[1], fw[0], 0.0])
+
+    def _capture_point(self, com, vcom, floor_z: float) -> np.ndarray:
+        """``(2,)`` m: the capture point of the linear inverted pendulum, ``com + v / ω`` with
+        ``ω = √(g / h)``, ``h`` the centre of mass's height above ``floor_z`` (at least 0.3 m)."""
+        om = np.sqrt(self.g / max(float(com[2] - floor_z), 0.3))
+        return com[:2] + vcom[:2] / om
+
     def _leg_ik(self, sd: int, target: np.ndarray, pelvis: np.ndarray, H: np.ndarray,
                 T: np.ndarray, foot: np.ndarray | None = None) -> None:
         """Leg ``sd``'s hip, knee and ankle targets (written into ``target``, child frames) by
@@ -503,7 +512,7 @@ class BalanceController:
         capture point strays ``recover_dist`` m from the middle of its feet (a reference that
         stops dead leaves a body still moving with no step to take); the foot carrying less
         swings for ``recover_s`` s and then until it touches."""
-        s, r = self.s, self.ref
+        s = self.s
         if s.recover_dist <= 0 or not up or swing:
             self._rec = None
             return swing
@@ -517,9 +526,7 @@ class BalanceController:
                 self._swt[self._rec] = 0.0
             return [] if self._rec is None else [self._rec]
         ank = [c[2] for c in self.chains]
-        h = max(float(com[2] - X[ank, 2].min()), 0.3)
-        om = np.sqrt(self.g / h)
-        e = com[:2] + vcom[:2] / om - X[ank, :2].mean(axis=0)
+        e = self._capture_point(com, vcom, X[ank, 2].min()) - X[ank, :2].mean(axis=0)
         # only while the reference stands (both feet planted a while): in its own double
         # support a walking reference steps again soon, and a lagging body would step back
         if self._both >= s.recover_wait and float(np.linalg.norm(e)) > s.recover_dist \
@@ -562,14 +569,11 @@ class BalanceController:
         has it relative to the stance feet, its offset across each sole bounded by
         ``BalanceSettings.com_lateral`` (the reference's own may sit at the sole's edge)."""
         s, r = self.s, self.ref
-        fw = quat.rotate(r["root_rot"], np.array([1.0, 0.0, 0.0]))
-        fw[2] = 0.0
-        fw /= max(float(np.linalg.norm(fw)), 1e-9)
-        lf = np.array([-fw[1], fw[0], 0.0])
+        _, lf = self._heading()
         want = np.zeros(3)
         hz = 0.0
         for sd in stance:
-            hip, _, ankle = self.chains[sd]
+            ankle = self.chains[sd][2]
             rel = r["com"] - r["x"][ankle]
             if len(stance) == 1:
                 lat = float(rel @ lf)

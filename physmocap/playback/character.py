@@ -62,16 +62,19 @@ def segment_centres(body: BodyTemplate) -> np.ndarray:
     """``(J, 3)`` m, each segment's centre of mass in its joint frame, as ``Character`` builds
     it: a foot box's centre, the joint itself for the pelvis and length-less segments, else the
     middle of the segment."""
-    sk = body.skeleton
     feet = sum(foot_joints(body), [])
-    out = np.zeros((len(sk), 3))
-    for j in range(len(sk)):
-        seg = _segment(body, j)
+    out = np.zeros((len(body.skeleton), 3))
+    for j in range(len(out)):
         if j in feet:
             out[j] = foot_box(body, j)[1]
-        elif not (float(np.linalg.norm(seg)) < 1e-3 * 20 or j == 0):
-            out[j] = 0.5 * seg
+        elif not _point_like(body, j):
+            out[j] = 0.5 * _segment(body, j)
     return out
+
+
+def _point_like(body: BodyTemplate, j: int) -> bool:
+    """The pelvis, or a segment shorter than 2 cm: shaped around its joint, not along it."""
+    return j == 0 or float(np.linalg.norm(_segment(body, j))) < 0.02
 
 
 def _segment(body: BodyTemplate, j: int) -> np.ndarray:
@@ -106,6 +109,7 @@ class Character:
         shapes, inertial_pos, inertial_orn, inertia = [], [], [], []
         left, right = foot_joints(body)
         self.feet = (left, right)
+        centres = segment_centres(body)
         for j in range(J):
             seg = _segment(body, j)
             r = float(body.radius[j])
@@ -115,10 +119,9 @@ class Character:
                 half, ctr = foot_box(body, j)
                 s = p.createCollisionShape(p.GEOM_BOX, halfExtents=list(half),
                                            collisionFramePosition=list(ctr), physicsClientId=c)
-                ipos, iorn = list(ctr), [0, 0, 0, 1]
                 a, b, cc = (2 * x for x in half)
                 I = [m * (b * b + cc * cc) / 12, m * (a * a + cc * cc) / 12, m * (a * a + b * b) / 12]
-            elif L < 1e-3 * 20 or j == 0:
+            elif _point_like(body, j):
                 # the pelvis (children around it) or a segment without length: a capsule across
                 # its children if they spread sideways, else a sphere
                 kids = sk.children(j)
@@ -130,7 +133,6 @@ class Character:
                             np.array([1.0, 0, 0]), np.pi / 2)), physicsClientId=c)
                 else:
                     s = p.createCollisionShape(p.GEOM_SPHERE, radius=r, physicsClientId=c)
-                ipos, iorn = [0, 0, 0], [0, 0, 0, 1]
                 I = [0.4 * m * r * r] * 3
             else:
                 d = seg / L
@@ -146,13 +148,12 @@ class Character:
                 # frame silently changes what every joint quaternion means (the body's shape no
                 # longer follows the reference). The capsule's tensor is rotated into the link
                 # frame instead and its diagonal kept (the products of inertia are dropped).
-                ipos, iorn = list(0.5 * seg), [0, 0, 0, 1]
                 Ia = m * (3 * r * r + L * L) / 12
                 R = quat.to_matrix(np.asarray(q, float))
                 I = list(np.diag(R @ np.diag([Ia, Ia, 0.5 * m * r * r]) @ R.T))
             shapes.append(s)
-            inertial_pos.append([float(x) for x in ipos])
-            inertial_orn.append([float(x) for x in iorn])
+            inertial_pos.append([float(x) for x in centres[j]])     # ``segment_centres``
+            inertial_orn.append([0.0, 0.0, 0.0, 1.0])
             inertia.append([max(float(x), min_inertia) for x in I])
         mass = [float(m) for m in body.mass]
         # each segment's centre of mass (m, in its joint frame) and principal inertia (kg·m²,

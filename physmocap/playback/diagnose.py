@@ -28,6 +28,7 @@ from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate
 from .character import foot_box, foot_joints, segment_centres
+from .track import sole_points
 
 __all__ = ["Support", "support", "support_summary"]
 
@@ -86,17 +87,12 @@ def support(motion: Motion, body: BodyTemplate, contact_height: float = 0.02,
     slide = np.zeros((F, 2))
     centre = np.zeros((F, 2, 3))
     lateral = np.zeros((F, 2, 3))
-    half_width = 0.0
+    sj, spts = sole_points(body)                          # the foot boxes' bottom corners
+    corners = np.broadcast_to(spts, (F,) + spts.shape)
+    sole_z = (gpos[:, sj] + quat.rotate(grot[:, sj], corners))[..., 2]      # (F, K)
+    half_width = max(float(foot_box(body, j)[0][1]) for side in foot_joints(body) for j in side)
     for sd, side in enumerate(foot_joints(body)):
-        low = np.full(F, np.inf)
-        for j in side:
-            half, c = foot_box(body, j)
-            half_width = max(half_width, float(half[1]))
-            for sx in (-1, 1):
-                for sy in (-1, 1):
-                    p = c + half * np.array([sx, sy, -1.0])
-                    z = (gpos[:, j] + quat.rotate(grot[:, j], np.broadcast_to(p, (F, 3))))[:, 2]
-                    low = np.minimum(low, z)
+        low = sole_z[:, np.isin(sj, side)].min(axis=1)
         a = ankles[sd]
         standing = float(rest[a, 2])          # the rest pose stands its soles on z = 0
         planted[:, sd] = (low < contact_height) & (gpos[:, a, 2] < standing + ankle_height)

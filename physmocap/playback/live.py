@@ -214,9 +214,8 @@ class LivePlayback:
         if self.follow is not None:
             self.follow_body(ref[0], rp)
         if self.speed_margin is not None:
-            v, _ = self.tracker.char.p.getBaseVelocity(self.tracker.char.body,
-                                                      physicsClientId=self.tracker.char.client)
-            self._vel += self._speed_a * (np.array(v[:2]) - self._vel)
+            _, _, v, _ = self.tracker.char.base_state()
+            self._vel += self._speed_a * (v[:2] - self._vel)
         t2 = time.perf_counter()
         info = dict(info, controller_ms=1e3 * (t1 - t0), physics_ms=1e3 * (t2 - t1))
         return ref, (rp, lr), info

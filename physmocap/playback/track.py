@@ -70,8 +70,8 @@ class TrackingSettings:
             horizontal root assist, a leaky integral (it forgets with time constant
             ``assist_i_time``, so a standing body's fraction of a millimetre of offset never
             winds it up) clamped to ``assist_i_max``. Without it a root that falls behind early
-            keeps its lag: each stance foot lands and holds (friction) where the lagging body puts it,
-            so a proportional pull stops at the lag where it meets the feet's friction
+            keeps its lag: each stance foot lands and holds (friction) where the lagging body
+            puts it, so a proportional pull stops at the lag where it meets the feet's friction
             (measured: the Plug-in Gait walk's root 4.1 cm behind for the whole take; with the
             integral 0.9 cm, for the same mean force). Horizontal only: a vertical integral
             would end up carrying the body's weight.
@@ -225,7 +225,7 @@ class Tracker:
             v = (p1 - root_pos) / dt
             w = _ang_vel(root_rot, r1, dt, local=False)
             ja = _ang_vel(lrot, l1, dt, local=True)
-        self._ierr = np.zeros(3)                 # integral of the root's horizontal error, m·s
+        self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
         self.char.reset(root_pos, lrot, v, w, ja)
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
@@ -291,11 +291,10 @@ class Tracker:
                 tr = quat.slerp(rot0, rot1, a)
                 x, q, v, w = self.char.base_state()
                 e = tp - x
-                leak = self._ierr[:2] / s.assist_i_time
-                self._ierr[:2] = np.clip(self._ierr[:2] + (e[:2] - leak) * self.timestep,
-                                         -s.assist_i_max, s.assist_i_max)
-                f = self.mass * (s.assist_kp * e + s.assist_kd * (vel1 - v)
-                                 + s.assist_ki * self._ierr)
+                self._ierr = np.clip(self._ierr + (e[:2] - self._ierr / s.assist_i_time)
+                                     * self.timestep, -s.assist_i_max, s.assist_i_max)
+                f = self.mass * (s.assist_kp * e + s.assist_kd * (vel1 - v))
+                f[:2] += self.mass * s.assist_ki * self._ierr
                 f = _clamp(f, s.assist_max_force)
                 err = quat.to_scaled_axis(quat.abs_w(quat.mul(tr, quat.conj(q))))
                 t = s.assist_rot_kp * err + s.assist_rot_kd * (ang1 - w)
