@@ -141,3 +141,13 @@ def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):
     # drifting sideways would stay within a few metres)
     walked = m.root_pos[-1, :2] - m.root_pos[0, :2]
     assert walked[0] > 10.0 and abs(walked[1]) < 0.3 * walked[0]
+
+
+@pytest.mark.parametrize("kw, match", [({"follow": -0.1}, "follow must be None or a finite"),
+                                       ({"speed_margin": float("nan")}, "speed_margin must be"),
+                                       ({"speed_filter_s": 0.0}, "speed_filter_s must be > 0")])
+def test_pacing_options_refuse_bad_values(walk_db, project_root, kw, match):
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    with pytest.raises(ValueError, match=match):
+        LivePlayback(Controller(db, feats, src), mode="physical", **kw)

@@ -150,6 +150,12 @@ class LivePlayback:
                  follow: float | None = None, speed_margin: float | None = None,
                  speed_filter_s: float = 0.5):
         from ..matching.controller import output_skeleton
+        for name, v in (("follow", follow), ("speed_margin", speed_margin)):
+            if v is not None and not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"LivePlayback: {name} must be None or a finite number >= 0, "
+                                 f"got {v!r}")
+        if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):
+            raise ValueError(f"LivePlayback: speed_filter_s must be > 0 s, got {speed_filter_s!r}")
         self.ctrl = controller
         self.body = body or load_body()
         self.mode = mode
