@@ -864,8 +864,9 @@ class SearchIndex:
             float32 bounds), 4 is 1.2-1.3x faster than 8 with numba, and 2 no faster.
         branch: children per inner box (4: 16 -> 64 frames, as in Holden's code).
         top: at most this many boxes at the top level.
-        backend: ``"numba"`` (compiled scan, Holden's boxes; needs the optional ``numba``
-            package), ``"numpy"`` (the vectorised k-d-ordered box walk) or ``"auto"``: numba
+        backend: ``"numba"`` (compiled branch and bound over Holden's boxes, taken in the
+            features' principal axes; needs the optional ``numba`` package), ``"numpy"`` (the
+            vectorised k-d-ordered box walk) or ``"auto"``: numba
             when it imports and compiles, else numpy. Both return exactly the frames and costs
             of :func:`brute_force`. ``self.backend`` tells which one is in use.
 
