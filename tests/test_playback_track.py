@@ -37,6 +37,34 @@ def test_tracker_reset_step_shapes(body):
         assert tr.frame == 1 and abs(tr.time - 1 / 60) < 1e-9
 
 
+def test_solver_iterations_per_mode(body):
+    # assist mode's stiff motors get 50 iterations (running tracks 26 -> 6 cm, README), physical
+    # mode keeps the 10 its balance controller was tuned at; an explicit value wins in both
+    for mode, settings, want in (("assist", TrackingSettings(), 50),
+                                 ("physical", TrackingSettings(), 10),
+                                 ("assist", TrackingSettings(solver_iterations=7), 7),
+                                 ("physical", TrackingSettings(solver_iterations=30), 30)):
+        with Tracker(body, mode, settings) as tr:
+            got = tr.p.getPhysicsEngineParameters(physicsClientId=tr.char.client)
+            assert got["numSolverIterations"] == want, (mode, settings.solver_iterations)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(timestep=0.0), "timestep must be a finite number > 0"),
+    (dict(timestep=float("inf")), "timestep"),
+    (dict(friction=-0.1), "friction must be a finite number >= 0"),
+    (dict(assist_max_force=float("nan")), "assist_max_force"),
+    (dict(assist_i_time=0.0), "assist_i_time must be a finite number > 0"),
+    (dict(joint_kp="stiff"), "joint_kp"),
+    (dict(fall_seconds=True), "fall_seconds"),
+    (dict(solver_iterations=0), "solver_iterations must be None or an int >= 1"),
+    (dict(solver_iterations=2.5), "solver_iterations"),
+])
+def test_tracking_settings_refuse_bad_values(kw, match):
+    with pytest.raises(ShapeError, match=match):
+        TrackingSettings(**kw)
+
+
 def test_tracker_errors(body):
     tr = Tracker(body, "assist")
     lrot = quat.identity((len(body),))
