@@ -1,7 +1,8 @@
 """Frames per second and tracking figures of physical playback (one character, the shipped
 humanoid): clips, the solved real captures, and motion matching coupled live.
 
-    python benchmarks/playback_speed.py [clips] [solved] [live]     (default: all three)
+    python benchmarks/playback_speed.py [clips] [solved] [live] [iterations]
+                                                          (default: the first three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
@@ -132,6 +133,30 @@ def live() -> None:
     print("(ctrl ms: controller step + retarget + foot levelling; phys ms: the tracker's step)")
 
 
+def iterations() -> None:
+    """Assist mode's tracking of every shipped input (live, 10 s) at 10 / 30 / 50 / 100 / 200
+    PyBullet solver iterations (the default is 50: ``TrackingSettings.iterations``)."""
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.live import run_live
+    from physmocap.scene import _resolve
+
+    db, feats = live_database()
+    names = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
+    print("\nlive coupling, assist mode, 10 s per input: tracking error cm / penetration mm / "
+          "frames per second, by solver iterations")
+    print(f"{'iterations':>10s} " + " ".join(f"{n:>18s}" for n in names))
+    for it in (10, 30, 50, 100, 200):
+        row = []
+        for name in names:
+            src = load_input(_resolve(name, "inputs", "input"))
+            rep = run_live(Controller(db, feats, src), 10.0, mode="assist",
+                           settings=TrackingSettings(solver_iterations=it)).report()
+            row.append(f"{100 * rep['tracking_error_m']:5.1f} /{rep['penetration_max_mm']:5.1f} /"
+                       f"{rep['frames_per_second']:4.0f}")
+        print(f"{it:>10d} " + " ".join(f"{r:>18s}" for r in row), flush=True)
+
+
 def solved() -> None:
     """Physical playback of the real captures as the marker solver solves them (the takes of
     ``benchmarks/solve_real.py``), in both modes."""
@@ -161,7 +186,9 @@ def solved() -> None:
 if __name__ == "__main__":
     import sys
     parts = {"clips": main, "solved": solved, "live": live}
+    extra = {"iterations": iterations}
     for part in (sys.argv[1:] or parts):
-        if part not in parts:
-            raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] (default: all)")
-        parts[part]()
+        if part not in parts and part not in extra:
+            raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] [iterations] "
+                             f"(default: the first three)")
+        parts.get(part, extra.get(part))()
