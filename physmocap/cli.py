@@ -479,9 +479,12 @@ def cmd_play(args) -> int:
     from .matching.retarget import retarget
     from .playback.track import track
     from .progress import Progress
-    from .scene import load_body
+    from .scene import load_body, load_environment
 
     if Path(args.motion).suffix.lower() == ".npz":
+        if args.scene:
+            raise PhysmocapError("--scene plays a fixed motion among scene objects; the live "
+                                 "motion-matching loop has none yet", args.motion)
         return _play_live(args)
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
@@ -494,8 +497,9 @@ def cmd_play(args) -> int:
     body = load_body()
     if motion.skeleton.names != body.skeleton.names:
         motion = retarget(motion, body.skeleton)
+    env = load_environment(args.scene) if args.scene else None
     result = track(motion, body, mode=args.mode, settings=_play_settings(args),
-                   progress=Progress(not args.quiet))
+                   progress=Progress(not args.quiet), environment=env)
     write_bvh(result.motion, args.output)
     rep = result.report()
     rep.update(source=str(args.motion), output=str(args.output))
@@ -507,6 +511,12 @@ def cmd_play(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{len(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
+        for h in rep.get("holds", []):
+            err = ("never held" if h["palm_error_mm_mean"] is None else
+                   f"palm {h['palm_error_mm_mean']:.1f} mm mean, {h['palm_error_mm_max']:.1f} max "
+                   f"from the object")
+            print(f"  hold {h['hand']} {h['start_s']:g}-{h['stop_s']:g} s: {h['frames']} frames, "
+                  f"{err}")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -756,6 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --mode physical: stepping = balance feedback that keeps a walk "
                     "up (foot placement, leg IK, compliant joints); none = PD tracking only")
+    sp.add_argument("--scene", help="scene objects and hand holds for a fixed motion (shipped "
+                    "environment name or TOML/JSON file, as 'solve --scene')")
     sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 

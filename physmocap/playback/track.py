@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from .. import quat
 from ..errors import ShapeError
 from ..motion import Motion
-from ..scene import BodyTemplate, load_body
+from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import Skeleton
 from .balance import BalanceController, BalanceSettings
 from .character import Character, foot_joints
+from .environment import Holds, add_objects
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
 
@@ -192,7 +193,8 @@ class Tracker:
     """
 
     def __init__(self, body: BodyTemplate | None = None, mode: str = "assist",
-                 settings: TrackingSettings = TrackingSettings()):
+                 settings: TrackingSettings = TrackingSettings(),
+                 environment: Environment | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
         self.body = body or load_body()
@@ -228,6 +230,10 @@ class Tracker:
         if mode == "physical" and s.balance:
             self.balance = BalanceController(self.char, self.max_torque, s.balance_gains,
                                              s.gravity)
+        # scene objects (static colliders) and hand holds (``environment.py``)
+        self.holds = None
+        if environment is not None:
+            self.holds = Holds(self.char, environment, add_objects(self.char, environment.objects))
 
     # --- setup ----------------------------------------------------------------------------
 
@@ -259,6 +265,8 @@ class Tracker:
             w = _ang_vel(root_rot, r1, dt, local=False)
             ja = _ang_vel(lrot, l1, dt, local=True)
         self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
+        if self.holds is not None:
+            self.holds.release_all()
         self.char.reset(root_pos, lrot, v, w, ja)
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
@@ -290,7 +298,8 @@ class Tracker:
         Returns ``(sim_root_pos (3,), sim_root_rot (4,), sim_lrot (J, 4), info)``; ``info`` has
         ``assist_force_n``, ``assist_torque_nm`` (mean magnitudes over the sub-steps),
         ``contacts (2,)`` bool (left, right foot on the ground), ``penetration_m``,
-        ``fallen`` (bool, the fall rule holds now) and ``fall`` (a new fall event or ``None``).
+        ``fallen`` (bool, the fall rule holds now), ``fall`` (a new fall event or ``None``) and
+        ``hold_error_m (H,)``: each hand hold's palm distance from its anchor (``nan``: not held).
         """
         if self._ref is None:
             raise RuntimeError("Tracker.step before reset")
@@ -313,6 +322,8 @@ class Tracker:
                 velocityGains=self._kd, forces=self._forces, physicsClientId=c)
         else:
             bal.set_reference(pos1, rot1, lrot1, ang1, jvel, dt)
+        if self.holds is not None:
+            self.holds.update(self.time)
 
         n = max(1, int(round(dt / self.timestep)))
         fsum = tsum = 0.0
@@ -363,7 +374,8 @@ class Tracker:
         self.fallen = now_fallen
         info = {"assist_force_n": fsum / n, "assist_torque_nm": tsum / n, "contacts": feet,
                 "penetration_m": pen, "head_height_m": head_z, "fallen": now_fallen,
-                "fall": event}
+                "fall": event,
+                "hold_error_m": np.zeros(0) if self.holds is None else self.holds.errors()}
         return root, lrot[0].copy(), lrot, info
 
     def close(self) -> None:
@@ -393,6 +405,8 @@ class TrackResult:
         contacts: ``(F, 2)`` bool, left/right foot touching the ground (from the simulation).
         falls: list of ``{"frame", "time_s", "since_s", "reason"}``.
         seconds: wall time of the simulation loop.
+        holds, hold_error_m: the environment's ``HandHold``s and ``(F, H)`` m, each holding
+            palm's distance from its anchor (``nan`` while not held).
     """
 
     motion: Motion
@@ -406,6 +420,8 @@ class TrackResult:
     falls: list = field(default_factory=list)
     seconds: float = 0.0
     foot_joints: tuple = ()
+    holds: tuple = ()
+    hold_error_m: np.ndarray | None = None
 
     def foot_skate_mm(self) -> np.ndarray:
         """``(F,)`` mm: horizontal travel of each simulated foot (ankle joint) from the previous
@@ -437,7 +453,19 @@ class TrackResult:
             "contact_fraction": [float(x) for x in self.contacts.mean(axis=0)],
             "falls": list(self.falls),
             "frames_per_second": F / self.seconds if self.seconds > 0 else float("inf"),
+            **({"holds": self._hold_report()} if self.holds else {}),
         }
+
+    def _hold_report(self) -> list[dict]:
+        out = []
+        for k, h in enumerate(self.holds):
+            e = self.hold_error_m[:, k]
+            on = ~np.isnan(e)
+            out.append({"hand": h.hand, "start_s": h.start, "stop_s": h.stop,
+                        "frames": int(on.sum()),
+                        "palm_error_mm_mean": float(1e3 * e[on].mean()) if on.any() else None,
+                        "palm_error_mm_max": float(1e3 * e[on].max()) if on.any() else None})
+        return out
 
 
 def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
@@ -456,7 +484,7 @@ def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
 
 def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
           settings: TrackingSettings = TrackingSettings(), progress=None,
-          loops: int = 1) -> TrackResult:
+          loops: int = 1, environment: Environment | None = None) -> TrackResult:
     """Simulate the body following ``motion`` (on the template's skeleton).
 
     Args:
@@ -470,6 +498,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         progress: optional ``progress(stage, done, total)`` callback.
         loops: play the reference this many times in a row (a walk cycle shifted by its own
             root displacement each time, for long physical tests); ``1`` = as is.
+        environment: scene objects and hand holds (``scene.load_environment``; hold times are
+            seconds from the reference's first frame), see ``environment.py``.
     Returns:
         a ``TrackResult``.
     """
@@ -493,7 +523,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     torque = np.zeros(F)
     pen = np.zeros(F)
     contacts = np.zeros((F, 2), bool)
-    tr = Tracker(body, mode, settings)
+    tr = Tracker(body, mode, settings, environment)
+    holds = environment.holds if environment is not None else ()
+    hold_err = np.full((F, len(holds)), np.nan)
     try:
         tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0],
                  next_pose=(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1]), dt=dt)
@@ -505,6 +537,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
             root[f], lrot[f] = rp, lr
             force[f], torque[f] = info["assist_force_n"], info["assist_torque_nm"]
             contacts[f], pen[f] = info["contacts"], info["penetration_m"]
+            hold_err[f] = info["hold_error_m"]
             if progress is not None and (f % 120 == 0 or f == F - 1):
                 progress("track", f + 1, F)
         seconds = time.perf_counter() - t0
@@ -512,8 +545,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     finally:
         tr.close()
     # frame 0 is the reset pose, not simulated: report steps 1.. for timing
-    return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
-                   seconds * F / max(F - 1, 1), source=f"physics playback ({mode})")
+    res = measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
+                  seconds * F / max(F - 1, 1), source=f"physics playback ({mode})")
+    return replace(res, holds=tuple(holds), hold_error_m=hold_err) if holds else res
 
 
 def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,
