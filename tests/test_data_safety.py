@@ -92,7 +92,10 @@ def test_failed_run_keeps_the_existing_output(data_dir, tmp_path):
 # A child that runs the CLI with the final fsync of every atomic write slowed down: the signal
 # arrives while the complete temporary file exists and the rename has not happened.
 SLOW_WRITE = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
+    # Ctrl-C as in a terminal: a test run started in the background (nohup, `cmd &`) hands its
+    # children SIGINT ignored, and Python then installs no KeyboardInterrupt handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     def slow_fsync(fd):
         print("WRITING", flush=True)
         time.sleep(60)
