@@ -2,7 +2,7 @@
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
-                                            [live_headings]              (default: all)
+                                            [live_headings] [pushes]     (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -23,7 +23,11 @@
   moves forward and sideways in its first 2 s;
 * ``live_headings``: the live walking inputs with ``STEPPING`` from the first frame, 20 s,
   the whole task turned to six headings (the input's camera and the start facing): the same
-  walk in other floating-point conditions, since one run of a falling body says little.
+  walk in other floating-point conditions, since one run of a falling body says little;
+  without and with the reference braked by the body (``live.STOP_BRAKE``);
+* ``pushes``: a standing body started moving (forward, sideways, diagonally) with
+  ``STEPPING``'s recovery steps and its variants: does it stay up 5 s, and which foot steps
+  first.
 """
 from __future__ import annotations
 
@@ -303,13 +307,14 @@ def live_paced() -> None:
 
 def live_headings() -> None:
     """``STEPPING`` on the live walking inputs turned to six headings: when the head first
-    drops below 1 m (20 s: never) and how far body and reference walked."""
+    drops below 1 m (20 s: never) and how far body and reference walked; without and with
+    ``LivePlayback(brake=STOP_BRAKE)`` (what ``physmocap play --balance stepping`` runs)."""
     import dataclasses
 
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.balance import STEPPING
-    from physmocap.playback.live import LivePlayback
+    from physmocap.playback.live import STOP_BRAKE, LivePlayback
     from physmocap.scene import _resolve
 
     body = load_body()
@@ -321,33 +326,66 @@ def live_headings() -> None:
           + ", ".join(f"{y:.1f}" for y in yaws)
           + " rad: head below 1 m at (s); walked / reference (m)")
     for name in ("straight_walk", "stop_and_go"):
-        downs, walks = [], []
-        for yaw in yaws:
-            src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
-                                      camera_yaw=yaw, initial_yaw=yaw)
-            ctrl = Controller(db, feats, src, start_yaw=yaw)
-            down, first = None, None
-            with LivePlayback(ctrl, body, "physical", s) as lp:
-                for i in range(int(20.0 / ctrl.dt)):
-                    (rr, _), (sr, _), _ = lp.step()
-                    first = (rr.copy(), sr.copy()) if first is None else first
-                    ch = lp.tracker.char
-                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
-                    if z < 1.0:
-                        down = (i + 1) * ctrl.dt
-                        break
-            downs.append("never" if down is None else f"{down:.2f}")
-            walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
-                         f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
-        print(f"  {name:14s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
-              + " ".join(walks))
+        for brake in (None, STOP_BRAKE):
+            downs, walks = [], []
+            for yaw in yaws:
+                src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
+                                          camera_yaw=yaw, initial_yaw=yaw)
+                ctrl = Controller(db, feats, src, start_yaw=yaw)
+                down, first = None, None
+                with LivePlayback(ctrl, body, "physical", s, brake=brake) as lp:
+                    for i in range(int(20.0 / ctrl.dt)):
+                        (rr, _), (sr, _), _ = lp.step()
+                        first = (rr.copy(), sr.copy()) if first is None else first
+                        ch = lp.tracker.char
+                        z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                        if z < 1.0:
+                            down = (i + 1) * ctrl.dt
+                            break
+                downs.append("never" if down is None else f"{down:.2f}")
+                walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
+                             f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
+            label = f"{name} brake {brake if brake is not None else '-'}"
+            print(f"  {label:24s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
+                  + " ".join(walks))
+
+
+def pushes() -> None:
+    """A standing reference, the body started at a velocity (a reference that stopped dead
+    under a moving body): up after 5 s?, and the side of the first recovery step (L / R)."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+
+    body = load_body()
+    J = len(body)
+    root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
+    variants = [("no recover_choose", {"recover_choose": False}), ("STEPPING", {}),
+                ("+ recover_predict", {"recover_predict": True})]
+    print("\nstanding reference, body started moving (m/s, x forward, y left); STEPPING "
+          "variants: up 5 s? (first recovery step's foot)")
+    print(f"  {'velocity':>12s} " + " ".join(f"{label:>20s}" for label, _ in variants))
+    for v in ((0.6, 0.0), (0.8, 0.0), (0.0, 0.4), (0.0, 0.6), (0.0, -0.6), (0.4, 0.4)):
+        cells = []
+        for _, kw in variants:
+            s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, **kw))
+            first = None
+            with Tracker(body, "physical", s) as tr:
+                tr.reset(root, lrot[0], lrot, dt=1 / 60,
+                         next_pose=(root + np.array([v[0], v[1], 0.0]) / 60, lrot[0], lrot))
+                for _ in range(300):
+                    tr.step(root, lrot[0], lrot, 1 / 60)
+                    if first is None and tr.balance._rec is not None:
+                        first = "LR"[tr.balance._rec]
+                cells.append(f"{'fell' if tr.falls else 'up'} ({first or '-'})")
+        print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>20s}" for c in cells))
 
 
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced, "live_headings": live_headings}
+             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

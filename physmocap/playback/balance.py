@@ -147,6 +147,16 @@ class BalanceSettings:
             once the reference has stood on both feet ``recover_wait`` s, a step whenever the
             body's capture point is more than ``recover_dist`` m from the middle of its feet,
             the swing lasting ``recover_s`` s, then until the foot touches.
+        recover_choose: which foot takes a recovery step from both feet: the capture point
+            more than ``recover_side`` m outside the feet (across the heading), that side's
+            foot (the other would cross under the body); else the foot farther from the
+            capture point. Off: the foot carrying less (a body pushed to its left stepped with
+            its right foot across its left).
+        recover_predict: a recovery step lands at the capture point predicted for its
+            touchdown (``_stop_target``: it runs away from the stance ankle meanwhile),
+            ``recover_margin`` m beyond it, at most ``recover_reach`` m from the stance ankle;
+            else at the instantaneous one (``capture``). Measured worse: a standing body
+            pushed forward at 0.6 m/s or sideways at 0.6 m/s falls with it, not without.
     """
 
     drive: str = "torque"
@@ -188,6 +198,11 @@ class BalanceSettings:
     recover_dist: float = 0.0
     recover_s: float = 0.35
     recover_wait: float = 0.15
+    recover_choose: bool = False
+    recover_side: float = 0.03
+    recover_predict: bool = False
+    recover_margin: float = 0.05
+    recover_reach: float = 0.6
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -212,7 +227,7 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
-                           recover_dist=0.1)
+                           recover_dist=0.1, recover_choose=True)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -431,6 +446,8 @@ class BalanceController:
                     xi = self._capture_point(com, vcom, X[self.chains[1 - sd][2], 2])
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
+                    if self._rec == sd and s.recover_predict:
+                        tgt = self._stop_target(sd, X, com, vcom, lf, out)
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
                 land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
                 self._swing_ik(sd, target, X, R, com, delta, land)
@@ -506,6 +523,30 @@ class BalanceController:
         target[knee] = qk
         target[ankle] = quat.mul(quat.conj(gk), r["g"][ankle] if foot is None else foot)
 
+    def _stop_target(self, sd, X, com, vcom, lf, out) -> np.ndarray:
+        """``(2,)`` m: where recovery step ``sd`` lands (``BalanceSettings.recover_predict``):
+        the capture point as it will be when the foot comes down (it runs away from the stance
+        ankle ``p`` as ``p + (ξ - p) e^{ω t}`` meanwhile), ``recover_margin`` m beyond it, so
+        the centre of mass comes to rest behind the new foot, ``capture_width`` outward, at most
+        ``recover_reach`` m from the stance ankle."""
+        s = self.s
+        st = self.chains[1 - sd][2]
+        p = X[st, :2]
+        h = max(float(com[2] - X[st, 2]), 0.3)
+        om = np.sqrt(self.g / h)
+        xi = com[:2] + vcom[:2] / om
+        left = max(0.6 * s.recover_s - self._rec_t, 0.0)
+        e = (xi - p) * np.exp(om * left)
+        n = float(np.hypot(*e))
+        if n > 1e-9:
+            e = e * (1.0 + s.recover_margin / n)
+        tgt = p + e + lf * out * s.capture_width
+        d = tgt - p
+        n = float(np.hypot(*d))
+        if n > s.recover_reach:
+            tgt = p + d * (s.recover_reach / n)
+        return tgt
+
     def _recovery(self, swing, up, feet, X, com, vcom) -> list:
         """The swing sides with recovery steps (``BalanceSettings.recover_dist``): while the
         reference has stood on both feet ``recover_wait`` s, a step starts when the body's
@@ -534,6 +575,18 @@ class BalanceController:
             # the foot off the floor, else the one carrying less (lifting the loaded foot
             # drops the body onto the other)
             self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
+            if s.recover_choose and feet.all():
+                # the capture point well out to one side: that side's foot steps (the other
+                # would cross under the body); else the foot farther behind it (the other one
+                # is where the body is going)
+                xi = self._capture_point(com, vcom, X[ank, 2].min())
+                _, lf = self._heading()
+                lat = float((xi - X[ank, :2].mean(axis=0)) @ lf[:2])
+                half = 0.5 * abs(float((X[ank[0], :2] - X[ank[1], :2]) @ lf[:2]))
+                if abs(lat) > half + s.recover_side:
+                    self._rec = 0 if lat > 0 else 1
+                else:
+                    self._rec = int(np.argmax(np.linalg.norm(X[ank, :2] - xi, axis=-1)))
             self._rec_t = 0.0
             self._swt[self._rec] = 0.0
             return [self._rec]
