@@ -527,7 +527,7 @@ def _play_live(args) -> int:
     """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
     from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
-    from .playback.live import STOP_BRAKE, run_live
+    from .playback.live import run_live
     from .progress import Progress
 
     if not args.input:
@@ -535,10 +535,8 @@ def _play_live(args) -> int:
                              "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
                              "head_circle) or a file", args.motion)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
-    # stepping: the reference slows down with a body that cannot stop at once (``brake``)
     live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
-                    progress=Progress(not args.quiet),
-                    brake=STOP_BRAKE if args.balance == "stepping" else None)
+                    progress=Progress(not args.quiet))
     write_bvh(live.result.motion, args.output)
     rep = live.report()
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))

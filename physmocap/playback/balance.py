@@ -152,11 +152,17 @@ class BalanceSettings:
             foot (the other would cross under the body); else the foot farther from the
             capture point. Off: the foot carrying less (a body pushed to its left stepped with
             its right foot across its left).
-        recover_predict: a recovery step lands at the capture point predicted for its
-            touchdown (``_stop_target``: it runs away from the stance ankle meanwhile),
-            ``recover_margin`` m beyond it, at most ``recover_reach`` m from the stance ankle;
-            else at the instantaneous one (``capture``). Measured worse: a standing body
-            pushed forward at 0.6 m/s or sideways at 0.6 m/s falls with it, not without.
+        recover_blend: s, or ``None`` (``capture_blend``): a recovery step's foot goes from
+            below the centre of mass to the capture point within this time (blended over
+            ``capture_blend``, 0.3 s, it came down at ``0.6 recover_s``, 0.21 s, 70 % of the way
+            there: under the centre of mass of a body still moving forward).
+        hold_feet, hold_wait: m, s; > 0: once the reference has stood on both feet
+            ``hold_wait`` s, a foot it has planted that is neither loaded nor swinging and
+            within ``hold_feet`` m of standing height is a stance leg too (``_stance_ik``),
+            pushed down onto the floor where it is; else its joints follow the reference's
+            angles from a tilting pelvis: a stopping body stood on one foot, the other
+            hovering, and a recovery step took the hovering one's place and went too late
+            (``benchmarks/physical_diagnosis.py pushes``).
     """
 
     drive: str = "torque"
@@ -200,9 +206,9 @@ class BalanceSettings:
     recover_wait: float = 0.15
     recover_choose: bool = False
     recover_side: float = 0.03
-    recover_predict: bool = False
-    recover_margin: float = 0.05
-    recover_reach: float = 0.6
+    recover_blend: float | None = None
+    hold_feet: float = 0.0
+    hold_wait: float = 0.0
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -227,7 +233,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
-                           recover_dist=0.1, recover_choose=True)
+                           recover_dist=0.1, recover_choose=True, recover_wait=0.05,
+                           recover_blend=0.15, hold_feet=0.03, hold_wait=0.15)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -446,8 +453,9 @@ class BalanceController:
                     xi = self._capture_point(com, vcom, X[self.chains[1 - sd][2], 2])
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
-                    if self._rec == sd and s.recover_predict:
-                        tgt = self._stop_target(sd, X, com, vcom, lf, out)
+                    if self._rec == sd and s.recover_blend is not None:
+                        a = min(1.0, self._rec_t / s.recover_blend) if s.recover_blend > 0 \
+                            else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
                 land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
                 self._swing_ik(sd, target, X, R, com, delta, land)
@@ -464,8 +472,16 @@ class BalanceController:
         self._last_swing = list(swing)
         jv = np.array(r["jvel"])
         stance = [sd for sd in (0, 1) if wts[sd] > 0 and sd not in swing]
+        if s.hold_feet > 0 and up and self._both >= s.hold_wait:
+            # a foot the reference has planted that is off the floor and not swinging (a
+            # bounce, a late landing) is put down where it is, not left to the reference's
+            # joint angles on a tilting pelvis (which swing it about: a standing body's feet
+            # walked backward from under it)
+            low = X[[c[2] for c in self.chains], 2] < self.rest_ankle + s.hold_feet
+            stance += [sd for sd in (0, 1)
+                       if sd not in stance and sd not in swing and r["on"][sd] and low[sd]]
         if s.leg_ik and stance:
-            self._stance_ik(stance, target, X, com, vcom)
+            self._stance_ik(stance, target, X, com, vcom, wts)
             flip = np.sum(target * q, axis=-1) < 0
             target[flip] *= -1.0
             return (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv
@@ -522,30 +538,6 @@ class BalanceController:
         target[hip] = quat.mul(quat.conj(pelvis), gh)
         target[knee] = qk
         target[ankle] = quat.mul(quat.conj(gk), r["g"][ankle] if foot is None else foot)
-
-    def _stop_target(self, sd, X, com, vcom, lf, out) -> np.ndarray:
-        """``(2,)`` m: where recovery step ``sd`` lands (``BalanceSettings.recover_predict``):
-        the capture point as it will be when the foot comes down (it runs away from the stance
-        ankle ``p`` as ``p + (ξ - p) e^{ω t}`` meanwhile), ``recover_margin`` m beyond it, so
-        the centre of mass comes to rest behind the new foot, ``capture_width`` outward, at most
-        ``recover_reach`` m from the stance ankle."""
-        s = self.s
-        st = self.chains[1 - sd][2]
-        p = X[st, :2]
-        h = max(float(com[2] - X[st, 2]), 0.3)
-        om = np.sqrt(self.g / h)
-        xi = com[:2] + vcom[:2] / om
-        left = max(0.6 * s.recover_s - self._rec_t, 0.0)
-        e = (xi - p) * np.exp(om * left)
-        n = float(np.hypot(*e))
-        if n > 1e-9:
-            e = e * (1.0 + s.recover_margin / n)
-        tgt = p + e + lf * out * s.capture_width
-        d = tgt - p
-        n = float(np.hypot(*d))
-        if n > s.recover_reach:
-            tgt = p + d * (s.recover_reach / n)
-        return tgt
 
     def _recovery(self, swing, up, feet, X, com, vcom) -> list:
         """The swing sides with recovery steps (``BalanceSettings.recover_dist``): while the
@@ -616,7 +608,7 @@ class BalanceController:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
 
-    def _stance_ik(self, stance, target, X, com, vcom) -> None:
+    def _stance_ik(self, stance, target, X, com, vcom, wts) -> None:
         """Stance legs (``_leg_ik`` from where each foot stands): the pelvis is asked to its
         reference world orientation and moved so the centre of mass goes where the reference
         has it relative to the stance feet, its offset across each sole bounded by
@@ -658,7 +650,10 @@ class BalanceController:
                 y = quat.rotate(g, np.array([0.0, 1.0, 0.0]))
                 yh = np.array([y[0], y[1], 0.0])
                 foot = quat.mul(quat.between(y, yh / max(float(np.linalg.norm(yh)), 1e-9)), g)
-            self._leg_ik(sd, target, r["root_rot"], H, X[ankle], foot)
+            T = X[ankle]
+            if s.hold_feet and wts[sd] <= 0:
+                T = np.array([T[0], T[1], self.rest_ankle])     # down onto the floor
+            self._leg_ik(sd, target, r["root_rot"], H, T, foot)
 
     def torques(self, dt: float) -> np.ndarray:
         """``(J, 3)`` N·m, each joint's torque in its child frame for the next step of ``dt``

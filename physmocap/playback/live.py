@@ -18,13 +18,7 @@ plus a margin (the reference speeds up only as the body does). Measured
 is needed or helps. ``follow`` leaves the body's motion unchanged (``STEPPING`` sees the
 reference only relative to the body); ``speed_margin`` 0.3-1.1 m/s puts the straight walk,
 which stays up 20 s without it, down at 4.2 / 5.6 s for margins 0.3 / 0.6, and moves stop and
-go's time down (4.47 s without) to 4.0-9.4 s, chaotically in the margin. ``brake`` instead
-floors the input's desired velocity at a fraction of the body's own (``STOP_BRAKE``): asked to
-stop, the reference slows down with the body rather than standing at once, so the body, behind
-and still moving, has steps to follow (a reference that stops dead left it running on until its
-recovery steps failed: stop and go down at 4.3-12.4 s in six headings, 4.3-7.1 s in five;
-braked, 8.0 s to never; ``physical_diagnosis.py live_headings``). It does not change a walk the
-input asks to be faster than the body (the straight walk).
+go's time down (4.47 s without) to 4.0-9.4 s, chaotically in the margin.
 
 ``run_live`` plays an input scene for a duration and returns a ``TrackResult`` (the same report
 as ``track``: tracking error, root assist, penetration, foot skate, falls) plus per-frame
@@ -44,13 +38,7 @@ from ..skeleton import forward_kinematics_frame
 from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
 from .track import FrameRetargeter
 
-__all__ = ["LivePlayback", "LiveResult", "run_live", "STOP_BRAKE"]
-
-# ``LivePlayback.brake`` for fully physical stepping (``physmocap play --balance stepping``):
-# measured on stop and go in six headings (``physical_diagnosis.py live_headings``), 0.5 / 0.85
-# fell earlier than 0.7 (down 5.8-11.5 / 7.0-13.9 s against 8.0 s to never); 1.0 keeps the
-# reference walking at the body's speed for good (it never stops)
-STOP_BRAKE = 0.7
+__all__ = ["LivePlayback", "LiveResult", "run_live"]
 
 
 class _FrameFeet:
@@ -134,27 +122,6 @@ class _BodyPaced:
         return vel, rot
 
 
-class _BodyBraked:
-    """An input source whose desired velocity is at least ``LivePlayback.brake`` times the
-    simulated body's own (filtered, horizontal): asked to stop, the matched motion slows down
-    with the body instead of standing at once and leaving it to run on with no step to take."""
-
-    def __init__(self, source, live):
-        self.source, self.live = source, live
-
-    def __getattr__(self, name):
-        return getattr(self.source, name)
-
-    def desired(self, t, sim_pos, sim_rot):
-        vel, rot = self.source.desired(t, sim_pos, sim_rot)
-        vel = np.array(vel, float)
-        live = self.live
-        floor = live.brake * live._vel / live.retarget.ratio
-        if float(np.hypot(*vel[:2])) < float(np.hypot(*floor)):
-            vel[:2] = floor
-        return vel, rot
-
-
 def _hips_height(db) -> float:
     """m, the median height of the database's hips above its floor (the simulation bone)."""
     return float(np.median(db.lpos[:, 1, 2]))
@@ -176,23 +143,17 @@ class LivePlayback:
             body's horizontal speed along it (filtered with time constant ``speed_filter_s``
             s) plus this margin, so the reference cannot run away from a body that has not
             yet got going (the live inputs start from standing).
-        brake: 0..1, or ``None`` (off): the input's desired velocity is at least this
-            fraction of the body's (filtered as for ``speed_margin``), so a stop the body
-            cannot make at once is a slowing walk for it (``STOP_BRAKE``).
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,
-                 speed_filter_s: float = 0.5, brake: float | None = None):
+                 speed_filter_s: float = 0.5):
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
                 raise ValueError(f"LivePlayback: {name} must be None or a finite number >= 0, "
                                  f"got {v!r}")
-        if brake is not None and not (np.isfinite(brake) and 0 <= brake <= 1):
-            raise ValueError(f"LivePlayback: brake must be None or a number in [0, 1], "
-                             f"got {brake!r}")
         if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):
             raise ValueError(f"LivePlayback: speed_filter_s must be > 0 s, got {speed_filter_s!r}")
         self.ctrl = controller
@@ -211,11 +172,8 @@ class LivePlayback:
         self.speed_margin = speed_margin
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
-        self.brake = brake
         if speed_margin is not None:
             controller.source = _BodyPaced(controller.source, self)
-        if brake is not None:
-            controller.source = _BodyBraked(controller.source, self)
         self.retarget = FrameRetargeter(
             src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
             source_rest=reference_pose(src, db.up, first, self.body.skeleton))
@@ -261,7 +219,7 @@ class LivePlayback:
         rp, rr, lr, info = self.tracker.step(ref[0], ref[1][0], ref[1], self.dt)
         if self.follow is not None:
             self.follow_body(ref[0], rp)
-        if self.speed_margin is not None or self.brake is not None:
+        if self.speed_margin is not None:
             _, _, v, _ = self.tracker.char.base_state()
             self._vel += self._speed_a * (v[:2] - self._vel)
         t2 = time.perf_counter()
@@ -313,10 +271,8 @@ class LiveResult:
 
 
 def run_live(controller, duration: float, body: BodyTemplate | None = None, mode: str = "assist",
-             settings: TrackingSettings = TrackingSettings(), progress=None,
-             brake: float | None = None) -> LiveResult:
-    """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured
-    (``brake``: ``LivePlayback``'s)."""
+             settings: TrackingSettings = TrackingSettings(), progress=None) -> LiveResult:
+    """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured."""
     body = body or load_body()
     n = max(2, int(round(duration / controller.dt)))
     J = len(body)
@@ -325,7 +281,7 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
     force, torque, pen = np.zeros(n), np.zeros(n), np.zeros(n)
     contacts = np.zeros((n, 2), bool)
     c_ms, p_ms = np.zeros(n), np.zeros(n)
-    with LivePlayback(controller, body, mode, settings, brake=brake) as live:
+    with LivePlayback(controller, body, mode, settings) as live:
         for i in range(n):
             (rr, rl), (sr, sl), info = live.step()
             ref_root[i], ref_lrot[i], sim_root[i], sim_lrot[i] = rr, rl, sr, sl
