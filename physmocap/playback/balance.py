@@ -163,6 +163,10 @@ class BalanceSettings:
             angles from a tilting pelvis: a stopping body stood on one foot, the other
             hovering, and a recovery step took the hovering one's place and went too late
             (``benchmarks/physical_diagnosis.py pushes``).
+        land_depth: m, or ``None`` (the reference's ankle height): a recovery step comes
+            down toward this far below standing height (at the reference's, the foot hovered
+            a centimetre above the floor, never took the weight, and the body rolled on past
+            it: a live stop and go still walking at 0.5-0.6 m/s after 3 s of standing).
     """
 
     drive: str = "torque"
@@ -209,6 +213,7 @@ class BalanceSettings:
     recover_blend: float | None = None
     hold_feet: float = 0.0
     hold_wait: float = 0.0
+    land_depth: float | None = None
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -234,7 +239,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
-                           recover_blend=0.15, hold_feet=0.03, hold_wait=0.15)
+                           recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
+                           land_depth=0.01)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -604,6 +610,10 @@ class BalanceController:
             foot = quat.mul(quat.between(quat.rotate(g, _Z), _Z), g)
             # (a recovery step comes down at the end: its reference foot stands)
             T[2] = T[2] if land else max(T[2], self.rest_ankle + self.s.clearance)
+            if land and self.s.land_depth is not None:
+                # put down onto the floor, not at the reference's ankle height (a foot left
+                # hovering a centimetre above the floor never took the body's weight)
+                T[2] = min(T[2], self.rest_ankle - self.s.land_depth)
         else:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
