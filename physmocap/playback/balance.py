@@ -52,17 +52,20 @@ reference, which the stronger term rocks off its feet); a recovery step when the
 stands but the body's capture point has left its feet (``recover_dist``: a reference that
 stops dead leaves a moving body without a step to take).
 
+Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``land_depth``,
+``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
+recovery steps; each option removes one measured way they failed (``BalanceSettings``).
+
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
-with ``STEPPING`` the demo walk looped to 20 s walks without a fall (16.0 of the reference's
-19.6 m), started at the clip's first frame; the live straight walk (from standing) walks 20 s
-without a fall in each of six headings (13.8-14.8 of the reference's 23.8 m;
-``physical_diagnosis.py live_headings``; before the velocity term: down at 1.5-2.5 s); stop
-and go is still down 1.3-4.1 s after the first stop in 5 of 6 headings (at 4.3-7.1 s; in
-one at 13.1 s, after the second stop), the Bandai-Namco walk at 4.1 s: stopping, the body
-runs on and its recovery steps come too late and too short to catch it. A reference paced
-by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
-Without stepping, neither drive keeps the
-body up longer than 1.4-3 s on any walking reference, as without balance feedback.
+with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
+first frame; the live straight walk (from standing) walks 20 s without a fall in each of six
+headings (12.2-13.9 of the reference's 23.8 m; ``physical_diagnosis.py live_headings``;
+before the velocity term: down at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6
+headings and down at 7.9-10.3 s in the others (before the stopping options: 4.3-12.4 s), and
+it does not quite come to rest (0.3-0.4 m/s at the end of each 3 s stand); the Bandai-Namco
+walk is down at 3.0 s. A reference paced by the body (``live.LivePlayback`` ``follow``,
+``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
+longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
 
@@ -150,8 +153,8 @@ class BalanceSettings:
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
-            capture point. Off: the foot carrying less (a body pushed to its left stepped with
-            its right foot across its left).
+            capture point. Off: the foot carrying less (a body pushed 0.6 m/s to its right
+            stepped with its left foot, across under it, and fell).
         recover_blend: s, or ``None`` (``capture_blend``): a recovery step's foot goes from
             below the centre of mass to the capture point within this time (blended over
             ``capture_blend``, 0.3 s, it came down at ``0.6 recover_s``, 0.21 s, 70 % of the way
@@ -160,9 +163,8 @@ class BalanceSettings:
             ``hold_wait`` s, a foot it has planted that is neither loaded nor swinging and
             within ``hold_feet`` m of standing height is a stance leg too (``_stance_ik``),
             pushed down onto the floor where it is; else its joints follow the reference's
-            angles from a tilting pelvis: a stopping body stood on one foot, the other
-            hovering, and a recovery step took the hovering one's place and went too late
-            (``benchmarks/physical_diagnosis.py pushes``).
+            angles from a tilting pelvis (a stopped body's feet walked backward from under
+            it; ``benchmarks/physical_diagnosis.py pushes``).
         land_depth: m, or ``None`` (the reference's ankle height): a recovery step comes
             down toward this far below standing height (at the reference's, the foot hovered
             a centimetre above the floor, never took the weight, and the body rolled on past
@@ -230,10 +232,10 @@ class BalanceSettings:
 
 DRIVES = ("torque", "motors")
 
-# Compliant joint motors, capture-point foot placement and legs by IK: each option removes one
-# measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
-# looped to 20 s without a fall (from its first frame); the Bandai walk and the live inputs,
-# which start from standing and speed up within a second, still fall within 3.1 s.
+# Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
+# reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
+# Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
+# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk down at 3.0 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
