@@ -2,7 +2,7 @@
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
-                                            [live_headings]              (default: all)
+                                            [live_headings] [pushes]     (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -23,7 +23,11 @@
   moves forward and sideways in its first 2 s;
 * ``live_headings``: the live walking inputs with ``STEPPING`` from the first frame, 20 s,
   the whole task turned to six headings (the input's camera and the start facing): the same
-  walk in other floating-point conditions, since one run of a falling body says little.
+  walk in other floating-point conditions, since one run of a falling body says little;
+  for stop and go also whether the body came to rest at the end of each stand;
+* ``pushes``: a standing body started moving (forward, sideways, diagonally) with
+  ``STEPPING`` and without each of its recovery options: is it up (and still) after 5 s,
+  and which foot stepped first.
 """
 from __future__ import annotations
 
@@ -303,7 +307,9 @@ def live_paced() -> None:
 
 def live_headings() -> None:
     """``STEPPING`` on the live walking inputs turned to six headings: when the head first
-    drops below 1 m (20 s: never) and how far body and reference walked."""
+    drops below 1 m (20 s: never), how far body and reference walked, and (stop and go) the
+    body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at rest:
+    < 0.1)."""
     import dataclasses
 
     from physmocap.matching.controller import Controller
@@ -319,19 +325,24 @@ def live_headings() -> None:
     yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
           + ", ".join(f"{y:.1f}" for y in yaws)
-          + " rad: head below 1 m at (s); walked / reference (m)")
+          + " rad: head below 1 m at (s); walked / reference (m); stop and go: speed at the "
+          "end of each stand (m/s)")
     for name in ("straight_walk", "stop_and_go"):
-        downs, walks = [], []
+        downs, walks, stands = [], [], []
         for yaw in yaws:
             src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
                                       camera_yaw=yaw, initial_yaw=yaw)
             ctrl = Controller(db, feats, src, start_yaw=yaw)
-            down, first = None, None
+            down, first, late = None, None, ([], [])
             with LivePlayback(ctrl, body, "physical", s) as lp:
+                ch = lp.tracker.char
                 for i in range(int(20.0 / ctrl.dt)):
                     (rr, _), (sr, _), _ = lp.step()
                     first = (rr.copy(), sr.copy()) if first is None else first
-                    ch = lp.tracker.char
+                    t = (i + 1) * ctrl.dt
+                    if 5.0 < t < 6.0 or 11.0 < t < 12.0:
+                        v = ch.base_state()[2]
+                        late[int(t > 8.0)].append(float(np.hypot(v[0], v[1])))
                     z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
                     if z < 1.0:
                         down = (i + 1) * ctrl.dt
@@ -339,15 +350,55 @@ def live_headings() -> None:
             downs.append("never" if down is None else f"{down:.2f}")
             walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
                          f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
+            stands.append("/".join(f"{np.mean(x):.1f}" for x in late if len(x) > 50) or "-")
         print(f"  {name:14s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
               + " ".join(walks))
+        if name == "stop_and_go":
+            print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
+
+
+def pushes() -> None:
+    """A standing reference, the body started at a velocity (a reference that stopped dead
+    under a moving body), ``STEPPING`` and without each of its recovery options: up after 5
+    s? (its root's speed then, m/s; F: fell), and the foot of the first recovery step."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+
+    body = load_body()
+    J = len(body)
+    root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
+    variants = [("STEPPING", {}), ("no recovery steps", {"recover_dist": 0.0}),
+                ("no hold_feet", {"hold_feet": 0.0}), ("no recover_choose",
+                                                         {"recover_choose": False}),
+                ("recover_wait 0.15", {"recover_wait": 0.15}),
+                ("recover_blend None", {"recover_blend": None})]
+    print("\nstanding reference, body started moving (m/s, x forward, y left), 5 s: its speed "
+          "then (F: fell) and the first recovery step's foot")
+    print(f"  {'velocity':>11s}  " + " ".join(f"{label:>19s}" for label, _ in variants))
+    for v in ((0.6, 0.0), (0.8, 0.0), (0.0, 0.4), (0.0, 0.6), (0.0, -0.6), (0.4, 0.4)):
+        cells = []
+        for _, kw in variants:
+            s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, **kw))
+            first = None
+            with Tracker(body, "physical", s) as tr:
+                tr.reset(root, lrot[0], lrot, dt=1 / 60,
+                         next_pose=(root + np.array([v[0], v[1], 0.0]) / 60, lrot[0], lrot))
+                for _ in range(300):
+                    tr.step(root, lrot[0], lrot, 1 / 60)
+                    if first is None and tr.balance._rec is not None:
+                        first = "LR"[tr.balance._rec]
+                vel = tr.char.base_state()[2]
+                cells.append(("F" if tr.falls else f"{np.hypot(vel[0], vel[1]):.2f}")
+                             + f" ({first or '-'})")
+        print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>19s}" for c in cells))
 
 
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced, "live_headings": live_headings}
+             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

@@ -250,23 +250,51 @@ def test_demo_walk_figures_measured(body):
         assert first is None or first > 1.0
 
 
-def test_recovery_step_catches_a_pushed_standing_body(body):
-    """A standing reference gives no step to take: a body moving forward at 0.6 m/s (a live
-    reference that stopped dead) falls unless it takes recovery steps (``recover_dist``)."""
+def _pushed(body, v, **kw):
+    """A standing reference, the body started at ``v (3,)`` m/s (a reference that stopped
+    dead under a moving body), 5 s with ``STEPPING`` changed by ``kw``: did it fall, the side
+    of its first recovery step (0 left, 1 right, ``None``), and its root's horizontal speed at
+    the end (m/s)."""
     import dataclasses
 
     from physmocap.playback.balance import STEPPING
     J = len(body)
     root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
-    fell = {}
-    for rd in (0.0, STEPPING.recover_dist):
-        s = TrackingSettings(balance=True,
-                             balance_gains=dataclasses.replace(STEPPING, recover_dist=rd))
-        with Tracker(body, "physical", s) as tr:
-            tr.reset(root, lrot[0], lrot, dt=1 / 60,
-                     next_pose=(root + np.array([0.6 / 60, 0.0, 0.0]), lrot[0], lrot))
-            for _ in range(300):                          # 5 s
-                tr.step(root, lrot[0], lrot, 1 / 60)
-            fell[rd] = bool(tr.falls)
-    # measured: without recovery steps down within 2.5 s; with them up for 5 s
-    assert fell[0.0] and not fell[STEPPING.recover_dist]
+    s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, **kw))
+    first = None
+    with Tracker(body, "physical", s) as tr:
+        tr.reset(root, lrot[0], lrot, dt=1 / 60,
+                 next_pose=(root + np.asarray(v, float) / 60, lrot[0], lrot))
+        for _ in range(300):
+            tr.step(root, lrot[0], lrot, 1 / 60)
+            if first is None and tr.balance._rec is not None:
+                first = tr.balance._rec
+        _, _, vel, _ = tr.char.base_state()
+        return bool(tr.falls), first, float(np.hypot(*vel[:2]))
+
+
+def test_recovery_steps_stop_a_pushed_standing_body(body):
+    """A standing reference gives no step to take: a body moving forward or to its right at
+    0.6 m/s falls unless it takes recovery steps (``recover_dist``); with ``STEPPING``'s it
+    comes to rest within 5 s (measured 0.00 / 0.02 m/s; ``benchmarks/physical_diagnosis.py
+    pushes`` for more pushes: pushed to its left at 0.6 m/s it falls)."""
+    for v in ((0.6, 0.0, 0.0), (0.0, -0.6, 0.0)):
+        assert _pushed(body, v, recover_dist=0.0)[0]
+        fell, _, speed = _pushed(body, v)
+        assert not fell and speed < 0.1
+
+
+def test_unloaded_planted_foot_is_held_down(body):
+    """``hold_feet``: without it a foot that bounced off the floor follows the reference's
+    joint angles from a tilting pelvis, and the body pushed to its right at 0.6 m/s falls."""
+    assert _pushed(body, (0.0, -0.6, 0.0), hold_feet=0.0)[0]
+
+
+def test_recovery_step_by_the_side_the_body_goes(body):
+    """``recover_choose``: pushed to its right, the body steps first with its right foot and
+    stays up; choosing the foot carrying less, it stepped with its left (across under the
+    body) and fell."""
+    fell, first, _ = _pushed(body, (0.0, -0.6, 0.0))
+    assert first == 1 and not fell
+    fell, first, _ = _pushed(body, (0.0, -0.6, 0.0), recover_choose=False)
+    assert first == 0 and fell

@@ -52,17 +52,20 @@ reference, which the stronger term rocks off its feet); a recovery step when the
 stands but the body's capture point has left its feet (``recover_dist``: a reference that
 stops dead leaves a moving body without a step to take).
 
+Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``land_depth``,
+``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
+recovery steps; each option removes one measured way they failed (``BalanceSettings``).
+
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
-with ``STEPPING`` the demo walk looped to 20 s walks without a fall (16.0 of the reference's
-19.6 m), started at the clip's first frame; the live straight walk (from standing) walks 20 s
-without a fall in each of six headings (13.8-14.8 of the reference's 23.8 m;
-``physical_diagnosis.py live_headings``; before the velocity term: down at 1.5-2.5 s); stop
-and go is still down 1.3-4.1 s after the first stop in 5 of 6 headings (at 4.3-7.1 s; in
-one at 13.1 s, after the second stop), the Bandai-Namco walk at 4.1 s: stopping, the body
-runs on and its recovery steps come too late and too short to catch it. A reference paced
-by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly.
-Without stepping, neither drive keeps the
-body up longer than 1.4-3 s on any walking reference, as without balance feedback.
+with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
+first frame; the live straight walk (from standing) walks 20 s without a fall in each of six
+headings (12.2-13.9 of the reference's 23.8 m; ``physical_diagnosis.py live_headings``;
+before the velocity term: down at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6
+headings and down at 7.9-10.3 s in the others (before the stopping options: 4.3-12.4 s), and
+it does not quite come to rest (0.3-0.4 m/s at the end of each 3 s stand); the Bandai-Namco
+walk is down at 3.0 s. A reference paced by the body (``live.LivePlayback`` ``follow``,
+``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
+longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
 
@@ -146,7 +149,29 @@ class BalanceSettings:
         recover_dist, recover_s, recover_wait: recovery steps (``_recovery``; 0 = none):
             once the reference has stood on both feet ``recover_wait`` s, a step whenever the
             body's capture point is more than ``recover_dist`` m from the middle of its feet,
-            the swing lasting ``recover_s`` s, then until the foot touches.
+            the swing lasting ``recover_s`` s, then until the foot touches (``STEPPING``
+            waits 0.05 s: at 0.15, with or without the other stopping options, the live
+            stop and go was down at 4.1-4.6 s, soon after its first stop, in 3-4 of 6
+            headings).
+        recover_choose: which foot takes a recovery step from both feet: the capture point
+            more than ``recover_side`` m outside the feet (across the heading), that side's
+            foot (the other would cross under the body); else the foot farther from the
+            capture point. Off: the foot carrying less (a body pushed 0.6 m/s to its right
+            stepped with its left foot, across under it, and fell).
+        recover_blend: s, or ``None`` (``capture_blend``): a recovery step's foot goes from
+            below the centre of mass to the capture point within this time (blended over
+            ``capture_blend``, 0.3 s, it came down at ``0.6 recover_s``, 0.21 s, 70 % of the way
+            there: under the centre of mass of a body still moving forward).
+        hold_feet, hold_wait: m, s; > 0: once the reference has stood on both feet
+            ``hold_wait`` s, a foot it has planted that is neither loaded nor swinging and
+            within ``hold_feet`` m of standing height is a stance leg too (``_stance_ik``),
+            pushed down onto the floor where it is; else its joints follow the reference's
+            angles from a tilting pelvis (a stopped body's feet walked backward from under
+            it; ``benchmarks/physical_diagnosis.py pushes``).
+        land_depth: m, or ``None`` (the reference's ankle height): a recovery step comes
+            down toward this far below standing height (at the reference's, the foot hovered
+            a centimetre above the floor, never took the weight, and the body rolled on past
+            it: a live stop and go still walking at 0.5-0.6 m/s after 3 s of standing).
     """
 
     drive: str = "torque"
@@ -188,6 +213,12 @@ class BalanceSettings:
     recover_dist: float = 0.0
     recover_s: float = 0.35
     recover_wait: float = 0.15
+    recover_choose: bool = False
+    recover_side: float = 0.03
+    recover_blend: float | None = None
+    hold_feet: float = 0.0
+    hold_wait: float = 0.0
+    land_depth: float | None = None
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -204,15 +235,17 @@ class BalanceSettings:
 
 DRIVES = ("torque", "motors")
 
-# Compliant joint motors, capture-point foot placement and legs by IK: each option removes one
-# measured way the body fell (``BalanceSettings``). Measured (README, "Measured"): the demo walk
-# looped to 20 s without a fall (from its first frame); the Bandai walk and the live inputs,
-# which start from standing and speed up within a second, still fall within 3.1 s.
+# Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
+# reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
+# Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
+# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk down at 3.0 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
-                           recover_dist=0.1)
+                           recover_dist=0.1, recover_choose=True, recover_wait=0.05,
+                           recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
+                           land_depth=0.01)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -431,6 +464,9 @@ class BalanceController:
                     xi = self._capture_point(com, vcom, X[self.chains[1 - sd][2], 2])
                     tgt = xi + fw * s.capture_forward + lf * out * s.capture_width
                     a = min(1.0, self._swt[sd] / s.capture_blend) if s.capture_blend > 0 else 1.0
+                    if self._rec == sd and s.recover_blend is not None:
+                        a = min(1.0, self._rec_t / s.recover_blend) if s.recover_blend > 0 \
+                            else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
                 land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
                 self._swing_ik(sd, target, X, R, com, delta, land)
@@ -447,8 +483,16 @@ class BalanceController:
         self._last_swing = list(swing)
         jv = np.array(r["jvel"])
         stance = [sd for sd in (0, 1) if wts[sd] > 0 and sd not in swing]
+        if s.hold_feet > 0 and up and self._both >= s.hold_wait:
+            # a foot the reference has planted that is off the floor and not swinging (a
+            # bounce, a late landing) is put down where it is, not left to the reference's
+            # joint angles on a tilting pelvis (which swing it about: a standing body's feet
+            # walked backward from under it)
+            low = X[[c[2] for c in self.chains], 2] < self.rest_ankle + s.hold_feet
+            stance += [sd for sd in (0, 1)
+                       if sd not in stance and sd not in swing and r["on"][sd] and low[sd]]
         if s.leg_ik and stance:
-            self._stance_ik(stance, target, X, com, vcom)
+            self._stance_ik(stance, target, X, com, vcom, wts)
             flip = np.sum(target * q, axis=-1) < 0
             target[flip] *= -1.0
             return (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv
@@ -534,6 +578,18 @@ class BalanceController:
             # the foot off the floor, else the one carrying less (lifting the loaded foot
             # drops the body onto the other)
             self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
+            if s.recover_choose and feet.all():
+                # the capture point well out to one side: that side's foot steps (the other
+                # would cross under the body); else the foot farther behind it (the other one
+                # is where the body is going)
+                xi = self._capture_point(com, vcom, X[ank, 2].min())
+                _, lf = self._heading()
+                lat = float((xi - X[ank, :2].mean(axis=0)) @ lf[:2])
+                half = 0.5 * abs(float((X[ank[0], :2] - X[ank[1], :2]) @ lf[:2]))
+                if abs(lat) > half + s.recover_side:
+                    self._rec = 0 if lat > 0 else 1
+                else:
+                    self._rec = int(np.argmax(np.linalg.norm(X[ank, :2] - xi, axis=-1)))
             self._rec_t = 0.0
             self._swt[self._rec] = 0.0
             return [self._rec]
@@ -559,11 +615,15 @@ class BalanceController:
             foot = quat.mul(quat.between(quat.rotate(g, _Z), _Z), g)
             # (a recovery step comes down at the end: its reference foot stands)
             T[2] = T[2] if land else max(T[2], self.rest_ankle + self.s.clearance)
+            if land and self.s.land_depth is not None:
+                # put down onto the floor, not at the reference's ankle height (a foot left
+                # hovering a centimetre above the floor never took the body's weight)
+                T[2] = min(T[2], self.rest_ankle - self.s.land_depth)
         else:
             T[2] += max(0.0, self.s.clearance - float(r["low"][sd]))
         self._leg_ik(sd, target, R[0], X[self.chains[sd][0]], T, foot)
 
-    def _stance_ik(self, stance, target, X, com, vcom) -> None:
+    def _stance_ik(self, stance, target, X, com, vcom, wts) -> None:
         """Stance legs (``_leg_ik`` from where each foot stands): the pelvis is asked to its
         reference world orientation and moved so the centre of mass goes where the reference
         has it relative to the stance feet, its offset across each sole bounded by
@@ -605,7 +665,10 @@ class BalanceController:
                 y = quat.rotate(g, np.array([0.0, 1.0, 0.0]))
                 yh = np.array([y[0], y[1], 0.0])
                 foot = quat.mul(quat.between(y, yh / max(float(np.linalg.norm(yh)), 1e-9)), g)
-            self._leg_ik(sd, target, r["root_rot"], H, X[ankle], foot)
+            T = X[ankle]
+            if s.hold_feet and wts[sd] <= 0:
+                T = np.array([T[0], T[1], self.rest_ankle])     # down onto the floor
+            self._leg_ik(sd, target, r["root_rot"], H, T, foot)
 
     def torques(self, dt: float) -> np.ndarray:
         """``(J, 3)`` N·m, each joint's torque in its child frame for the next step of ``dt``
