@@ -482,9 +482,6 @@ def cmd_play(args) -> int:
     from .scene import load_body, load_environment
 
     if Path(args.motion).suffix.lower() == ".npz":
-        if args.scene:
-            raise PhysmocapError("--scene plays a fixed motion among scene objects; the live "
-                                 "motion-matching loop has none yet", args.motion)
         return _play_live(args)
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
@@ -511,14 +508,18 @@ def cmd_play(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{len(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
-        for h in rep.get("holds", []):
-            err = ("never held" if h["palm_error_mm_mean"] is None else
-                   f"palm {h['palm_error_mm_mean']:.1f} mm mean, {h['palm_error_mm_max']:.1f} max "
-                   f"from the object")
-            print(f"  hold {h['hand']} {h['start_s']:g}-{h['stop_s']:g} s: {h['frames']} frames, "
-                  f"{err}")
+        _print_holds(rep)
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
+
+
+def _print_holds(rep: dict) -> None:
+    """The ``holds`` of a playback report, one line each."""
+    for h in rep.get("holds", []):
+        err = ("never held" if h["palm_error_mm_mean"] is None else
+               f"palm {h['palm_error_mm_mean']:.1f} mm mean, {h['palm_error_mm_max']:.1f} max "
+               f"from the object")
+        print(f"  hold {h['hand']} {h['start_s']:g}-{h['stop_s']:g} s: {h['frames']} frames, {err}")
 
 
 def _play_settings(args):
@@ -539,14 +540,16 @@ def _play_live(args) -> int:
     from .io.bvh import write_bvh
     from .playback.live import run_live
     from .progress import Progress
+    from .scene import load_environment
 
     if not args.input:
         raise PhysmocapError("playing a database needs an input scene: --input NAME (shipped: "
                              "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
                              "head_circle) or a file", args.motion)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
+    env = load_environment(args.scene) if args.scene else None
     live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
-                    progress=Progress(not args.quiet))
+                    progress=Progress(not args.quiet), environment=env)
     write_bvh(live.result.motion, args.output)
     rep = live.report()
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
@@ -560,6 +563,7 @@ def _play_live(args) -> int:
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
+        _print_holds(rep)
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -766,8 +770,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --mode physical: stepping = balance feedback that keeps a walk "
                     "up (foot placement, leg IK, compliant joints); none = PD tracking only")
-    sp.add_argument("--scene", help="scene objects and hand holds for a fixed motion (shipped "
-                    "environment name or TOML/JSON file, as 'solve --scene')")
+    sp.add_argument("--scene", help="scene objects and hand holds (shipped environment name "
+                    "or TOML/JSON file, as 'solve --scene')")
     sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 

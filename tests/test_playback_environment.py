@@ -120,9 +120,9 @@ object = "grip"
     assert "hold Right 0.1-0.9 s" in capsys.readouterr().out
     (h,) = json.loads(rep.read_text())["holds"]
     assert h["frames"] > 40 and h["palm_error_mm_mean"] < 5.0
-    # a database plays live without scene objects: one clear line, exit 1
-    db = tmp_path / "db.npz"
-    db.write_bytes(b"")
-    assert main(["play", str(db), "--input", "straight_walk", "-o", str(out), "--scene",
-                 str(scene)]) == 1
-    assert "--scene" in capsys.readouterr().err
+    # a scene file that is not one: one clear line naming it, exit 1
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[hold]]\nhand = \"Middle\"\nstart = 0\nstop = 1\npoint = [0, 0, 1]\n")
+    assert main(["play", str(src), "-o", str(out), "--scene", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.toml" in err and "Middle" in err and len(err.strip().splitlines()) == 1

@@ -6,6 +6,8 @@ import json
 import numpy as np
 import pytest
 
+from physmocap import quat
+
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.controller import Controller
 from physmocap.matching.database import build_database, save_database
@@ -216,3 +218,26 @@ def test_retargeting_reference_is_a_standing_clip_start(data_dir, project_root):
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")
     rep = run_live(Controller(db, compute_features(db), src), 3.0, mode="assist").report()
     assert rep["tracking_error_m"] < 0.03
+
+
+def test_live_hold_pins_the_palm(walk_db, project_root):
+    # scene objects and hand holds work in the live loop too: the right palm is pinned, from
+    # 0.5 s to 0.8 s, to where a first run put it at 0.5 s, while the body walks on
+    from physmocap.playback.character import _segment
+    from physmocap.scene import Environment, HandHold, load_body
+    db, feats = walk_db
+    body = load_body()
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    first = run_live(Controller(db, feats, src), 0.6, mode="assist")
+    j = body.index("RightHand")
+    m = first.result.motion
+    palm = m.gpos[30, j] + quat.rotate(m.grot[30, j], 0.5 * _segment(body, j))
+    env = Environment("t", (), (HandHold("Right", 0.5, 0.8, None, tuple(palm)),))
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    res = run_live(Controller(db, feats, src), 1.0, mode="assist", environment=env)
+    e = res.result.hold_error_m[:, 0]
+    held = np.flatnonzero(~np.isnan(e))
+    assert 16 <= held.size <= 20
+    assert np.max(e[held[4:]]) < 0.005
+    (h,) = res.report()["holds"]
+    assert h["hand"] == "Right" and h["frames"] == held.size

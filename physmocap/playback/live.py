@@ -27,13 +27,13 @@ timings; ``physmocap play DB.npz --input NAME`` is its command line.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import quat
 from ..motion import Motion
-from ..scene import BodyTemplate, load_body
+from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
 from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
 from .track import FrameRetargeter
@@ -164,12 +164,14 @@ class LivePlayback:
             body's horizontal speed along it (filtered with time constant ``speed_filter_s``
             s) plus this margin, so the reference cannot run away from a body that has not
             yet got going (the live inputs start from standing).
+        environment: scene objects and hand holds in the simulated world (world frame of the
+            input scene; hold times in seconds from the first frame), see ``environment.py``.
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,
-                 speed_filter_s: float = 0.5):
+                 speed_filter_s: float = 0.5, environment: Environment | None = None):
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
@@ -199,7 +201,7 @@ class LivePlayback:
         self.retarget = FrameRetargeter(
             src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
             source_rest=reference_pose(src, db.up, first, self.body.skeleton))
-        self.tracker = Tracker(self.body, mode, settings)
+        self.tracker = Tracker(self.body, mode, settings, environment)
         self.dt = controller.dt
         self._feet = _FrameFeet(self.body, steady=mode == "physical")
         self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
@@ -293,8 +295,10 @@ class LiveResult:
 
 
 def run_live(controller, duration: float, body: BodyTemplate | None = None, mode: str = "assist",
-             settings: TrackingSettings = TrackingSettings(), progress=None) -> LiveResult:
-    """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured."""
+             settings: TrackingSettings = TrackingSettings(), progress=None,
+             environment: Environment | None = None) -> LiveResult:
+    """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured
+    (``environment``: scene objects and hand holds, as ``LivePlayback``)."""
     body = body or load_body()
     n = max(2, int(round(duration / controller.dt)))
     J = len(body)
@@ -303,13 +307,16 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
     force, torque, pen = np.zeros(n), np.zeros(n), np.zeros(n)
     contacts = np.zeros((n, 2), bool)
     c_ms, p_ms = np.zeros(n), np.zeros(n)
-    with LivePlayback(controller, body, mode, settings) as live:
+    holds = environment.holds if environment is not None else ()
+    hold_err = np.full((n, len(holds)), np.nan)
+    with LivePlayback(controller, body, mode, settings, environment=environment) as live:
         for i in range(n):
             (rr, rl), (sr, sl), info = live.step()
             ref_root[i], ref_lrot[i], sim_root[i], sim_lrot[i] = rr, rl, sr, sl
             force[i], torque[i] = info["assist_force_n"], info["assist_torque_nm"]
             pen[i], contacts[i] = info["penetration_m"], info["contacts"]
             c_ms[i], p_ms[i] = info["controller_ms"], info["physics_ms"]
+            hold_err[i] = info["hold_error_m"]
             if progress is not None and (i % 60 == 0 or i == n - 1):
                 progress("live playback", i + 1, n)
         falls = list(live.tracker.falls)
@@ -318,4 +325,6 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
                  {"source": "motion matching"})
     res = measure(ref, sim_root, sim_lrot, body, mode, force, torque, pen, contacts, falls,
                   float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})")
+    if holds:
+        res = replace(res, holds=tuple(holds), hold_error_m=hold_err)
     return LiveResult(res, c_ms, p_ms)
