@@ -2,7 +2,7 @@
 humanoid): clips, the solved real captures, and motion matching coupled live.
 
     python benchmarks/playback_speed.py [clips] [solved] [live] [iterations]
-                                                          (default: the first three)
+                                        [physical_iterations] [order]   (default: the first three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
@@ -157,6 +157,61 @@ def iterations() -> None:
         print(f"{it:>10d} " + " ".join(f"{r:>18s}" for r in row), flush=True)
 
 
+def physical_iterations() -> None:
+    """Fully physical ``STEPPING`` on the demo walk (looped to 20 s) and the Bandai walk at 10 /
+    30 / 50 solver iterations (physical mode keeps 10: what it was tuned at)."""
+    body = load_body()
+    _, demo = make_demo_capture()
+    src = read_bvh(data_dir() / "bvh/bandai-namco/ds2_normal_locomotion/"
+                   "dataset-2_walk_normal_001.bvh")
+    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
+             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
+    bandai = resample(retarget(src, body.skeleton, name_map=names), 60.0)
+    print("\nfully physical, STEPPING, by solver iterations: down (head below 1 m) / first fall")
+    for it in (10, 30, 50):
+        s = TrackingSettings(balance=True, balance_gains=STEPPING, solver_iterations=it)
+        row = []
+        for name, ref, loops in (("demo walk 20 s", demo, 16), ("Bandai walk", bandai, 1)):
+            res = track(ref, body, "physical", s, loops=loops)
+            fall = f"{res.falls[0]['time_s']:.2f}s" if res.falls else "-"
+            row.append(f"{name}: {down_s(res, body)} / {fall}")
+        print(f"{it:>10d}  " + " | ".join(row), flush=True)
+
+
+def clip_order() -> None:
+    """The live benchmark's 20 clips as ``physmocap mm build`` takes a folder (name order: the
+    runs first) beside the walks-first order: live straight walk and stop and go, assist 10 s
+    and fully physical (``STEPPING``) 20 s (``live.standing_frame`` picks the reference pose)."""
+    from physmocap.io.bvh import read_bvh as read
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.live import run_live, standing_frame
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    db, feats = live_database()
+    files = sorted(f for f in (data_dir() / "bvh/bandai-namco/ds2_normal_locomotion").glob("*.bvh")
+                   if f.stem in db.clip_names)
+    db2 = build_database([read(f) for f in files], names=[f.stem for f in files], fps=60)
+    print("\nclip order: live inputs, assist tracking error (10 s) / fully physical STEPPING "
+          "down (20 s)")
+    for label, (d, ft) in (("walks first", (db, feats)),
+                           ("name order", (db2, compute_features(db2)))):
+        k = standing_frame(d)
+        clip = d.clip_names[int(np.searchsorted(d.range_stops, k, side="right"))]
+        row = []
+        for name in ("straight_walk", "stop_and_go"):
+            src = load_input(_resolve(name, "inputs", "input"))
+            a = run_live(Controller(d, ft, src), 10.0, mode="assist").report()
+            src = load_input(_resolve(name, "inputs", "input"))
+            p = run_live(Controller(d, ft, src), 20.0, mode="physical",
+                         settings=PHYSICAL["phys+step"])
+            row.append(f"{name} {100 * a['tracking_error_m']:.1f} cm / {down_s(p.result, body)}")
+        print(f"{label:12s} (reference: {clip} start)  " + " | ".join(row), flush=True)
+
+
 def solved() -> None:
     """Physical playback of the real captures as the marker solver solves them (the takes of
     ``benchmarks/solve_real.py``), in both modes."""
@@ -186,9 +241,10 @@ def solved() -> None:
 if __name__ == "__main__":
     import sys
     parts = {"clips": main, "solved": solved, "live": live}
-    extra = {"iterations": iterations}
+    extra = {"iterations": iterations, "physical_iterations": physical_iterations,
+             "order": clip_order}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
-            raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] [iterations] "
-                             f"(default: the first three)")
+            raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] "
+                             f"[{' '.join(extra)}] (default: the first three)")
         parts.get(part, extra.get(part))()
