@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "PhysmocapError", "FileFormatError", "UnitError", "ShapeError", "UnknownNameError",
+    "SettingsError",
 ]
 
 
@@ -29,6 +30,11 @@ class UnitError(PhysmocapError):
 
 class ShapeError(PhysmocapError, ValueError):
     """Arrays whose shapes or values do not fit a data type."""
+
+
+class SettingsError(PhysmocapError, ValueError):
+    """An option or setting out of its range, or not one of its known choices; the message
+    names it and what it accepts."""
 
 
 class UnknownNameError(PhysmocapError, KeyError):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat
+from physmocap.errors import SettingsError
 from physmocap.motion import Motion
 from physmocap.playback import Tracker, TrackingSettings, track
 from physmocap.playback.balance import DRIVES, BalanceSettings
@@ -124,7 +125,7 @@ def test_constant_twist_feet_do_not_spin(body):
 
 
 def test_settings_errors():
-    with pytest.raises(ValueError, match="known: torque, motors"):
+    with pytest.raises(SettingsError, match="known: torque, motors"):
         BalanceSettings(drive="puppet")
 
 

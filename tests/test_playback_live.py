@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat
-
+from physmocap.errors import SettingsError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.controller import Controller
 from physmocap.matching.database import build_database, save_database
@@ -55,7 +55,6 @@ def test_step_api_gives_reference_and_simulated_pose(walk_db):
         # the reference stands on the floor: lowest sole point at z = 0 (causally filtered)
         from physmocap.motion import Motion
         from physmocap.playback.track import sole_points
-        from physmocap import quat
         m = Motion(live.body.skeleton, 60.0, ref_root[None], ref_lrot[None])
         j, p = sole_points(live.body)
         z = (m.gpos[0, j] + quat.rotate(m.grot[0, j], p))[:, 2]
@@ -152,7 +151,7 @@ def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):
 def test_pacing_options_refuse_bad_values(walk_db, project_root, kw, match):
     db, feats = walk_db
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(SettingsError, match=match):
         LivePlayback(Controller(db, feats, src), mode="physical", **kw)
 
 

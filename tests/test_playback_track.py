@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat
-from physmocap.errors import ShapeError
+from physmocap.errors import SettingsError, ShapeError
 from physmocap.motion import Motion
 from physmocap.playback import (FrameRetargeter, Tracker, TrackingSettings, track)
 from physmocap.scene import load_body
@@ -61,7 +61,7 @@ def test_solver_iterations_per_mode(body):
     (dict(solver_iterations=2.5), "solver_iterations"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):
-    with pytest.raises(ShapeError, match=match):
+    with pytest.raises(SettingsError, match=match):
         TrackingSettings(**kw)
 
 
@@ -73,10 +73,10 @@ def test_tracker_errors(body):
     with pytest.raises(ShapeError, match="expected"):
         tr.reset(np.zeros(3), lrot[0], lrot[:5])
     tr.reset(body.skeleton.offsets[0], lrot[0], lrot)
-    with pytest.raises(ValueError):
+    with pytest.raises(SettingsError, match="dt must be > 0"):
         tr.step(np.zeros(3), lrot[0], lrot, 0.0)
     tr.close()
-    with pytest.raises(ValueError, match="known: assist, physical"):
+    with pytest.raises(SettingsError, match="known: assist, physical"):
         Tracker(body, "puppet")
 
 
@@ -167,7 +167,7 @@ def test_wrong_skeleton_rejected(body, data_dir):
     m = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
     with pytest.raises(ShapeError, match="retarget"):
         track(m, body)
-    with pytest.raises(ValueError, match="known"):
+    with pytest.raises(SettingsError, match="known"):
         track(standing(body, 0.2), body, mode="ghost")
 
 

@@ -74,6 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
+from ..errors import SettingsError
 from ..skeleton import forward_kinematics_frame
 from .character import Character, foot_joints
 
@@ -230,7 +231,7 @@ class BalanceSettings:
 
     def __post_init__(self):
         if self.drive not in DRIVES:
-            raise ValueError(f"unknown balance drive {self.drive!r}; known: {', '.join(DRIVES)}")
+            raise SettingsError(f"unknown balance drive {self.drive!r}; known: {', '.join(DRIVES)}")
 
 
 DRIVES = ("torque", "motors")

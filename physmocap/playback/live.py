@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
+from ..errors import SettingsError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -175,10 +176,11 @@ class LivePlayback:
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"LivePlayback: {name} must be None or a finite number >= 0, "
+                raise SettingsError(f"LivePlayback: {name} must be None or a finite number >= 0, "
                                  f"got {v!r}")
         if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):
-            raise ValueError(f"LivePlayback: speed_filter_s must be > 0 s, got {speed_filter_s!r}")
+            raise SettingsError(f"LivePlayback: speed_filter_s must be > 0 s, got "
+                                f"{speed_filter_s!r}")
         self.ctrl = controller
         self.body = body or load_body()
         self.mode = mode

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import SettingsError, ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import Skeleton
@@ -151,11 +151,11 @@ class TrackingSettings:
             positive = f.name in _POSITIVE
             if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                     or v < 0 or (positive and v == 0)):
-                raise ShapeError(f"TrackingSettings: {f.name} must be a finite number "
+                raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
                                  f"{'> 0' if positive else '>= 0'}, got {v!r}")
         it = self.solver_iterations
         if it is not None and (isinstance(it, bool) or not isinstance(it, int) or it < 1):
-            raise ShapeError(f"TrackingSettings: solver_iterations must be None or an int >= 1, "
+            raise SettingsError(f"TrackingSettings: solver_iterations must be None or an int >= 1, "
                              f"got {it!r}")
 
     def iterations(self, mode: str) -> int:
@@ -198,7 +198,7 @@ class Tracker:
                  settings: TrackingSettings = TrackingSettings(),
                  environment: Environment | None = None):
         if mode not in MODES:
-            raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
+            raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
         self.body = body or load_body()
         self.mode, self.s = mode, settings
         s = settings
@@ -261,7 +261,7 @@ class Tracker:
         v = w = ja = None
         if next_pose is not None:
             if dt is None or dt <= 0:
-                raise ValueError("reset: next_pose needs dt > 0")
+                raise SettingsError("reset: next_pose needs dt > 0")
             p1, r1, l1 = self._check(*next_pose)
             v = (p1 - root_pos) / dt
             w = _ang_vel(root_rot, r1, dt, local=False)
@@ -306,7 +306,7 @@ class Tracker:
         if self._ref is None:
             raise RuntimeError("Tracker.step before reset")
         if dt <= 0:
-            raise ValueError(f"dt must be > 0, got {dt}")
+            raise SettingsError(f"Tracker.step: dt must be > 0 s, got {dt}")
         p, c, b, s = self.p, self.char.client, self.char.body, self.s
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
         pos0, rot0, lrot0, _, _ = self._ref
@@ -507,7 +507,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     """
     body = body or load_body()
     if mode not in MODES:
-        raise ValueError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
+        raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
     body = _on_template(motion, body)
     ref = motion
     if ref.n_frames < 2:
