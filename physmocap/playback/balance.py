@@ -571,7 +571,8 @@ class BalanceController:
                 self._swt[self._rec] = 0.0
             return [] if self._rec is None else [self._rec]
         ank = [c[2] for c in self.chains]
-        e = self._capture_point(com, vcom, X[ank, 2].min()) - X[ank, :2].mean(axis=0)
+        xi = self._capture_point(com, vcom, X[ank, 2].min())
+        e = xi - X[ank, :2].mean(axis=0)                    # from the middle of the feet
         # only while the reference stands (both feet planted a while): in its own double
         # support a walking reference steps again soon, and a lagging body would step back
         if self._both >= s.recover_wait and float(np.linalg.norm(e)) > s.recover_dist \
@@ -583,9 +584,8 @@ class BalanceController:
                 # the capture point well out to one side: that side's foot steps (the other
                 # would cross under the body); else the foot farther behind it (the other one
                 # is where the body is going)
-                xi = self._capture_point(com, vcom, X[ank, 2].min())
                 _, lf = self._heading()
-                lat = float((xi - X[ank, :2].mean(axis=0)) @ lf[:2])
+                lat = float(e @ lf[:2])
                 half = 0.5 * abs(float((X[ank[0], :2] - X[ank[1], :2]) @ lf[:2]))
                 if abs(lat) > half + s.recover_side:
                     self._rec = 0 if lat > 0 else 1

@@ -37,9 +37,7 @@ def add_objects(char: Character, objects) -> dict[str, int]:
         a, b = np.asarray(o.start, float), np.asarray(o.end, float)
         axis = b - a
         length = float(np.linalg.norm(axis))
-        d = axis / length if length > 0 else _Z
-        q = quat.between(_Z, d) if abs(d[2]) < 1 - 1e-9 else \
-            (quat.identity() if d[2] > 0 else quat.from_axis_angle(np.array([1.0, 0, 0]), np.pi))
+        q = quat.between(_Z, axis if length > 0 else _Z)     # handles (anti)parallel axes
         shape = p.createCollisionShape(p.GEOM_CAPSULE, radius=max(float(o.radius), 1e-3),
                                        height=max(length, 1e-3), physicsClientId=c)
         ids[o.name] = p.createMultiBody(0, shape, basePosition=[float(x) for x in 0.5 * (a + b)],

@@ -27,7 +27,7 @@ timings; ``physmocap play DB.npz --input NAME`` is its command line.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -176,8 +176,8 @@ class LivePlayback:
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
-                raise SettingsError(f"LivePlayback: {name} must be None or a finite number >= 0, "
-                                 f"got {v!r}")
+                raise SettingsError(f"LivePlayback: {name} must be None or a finite number "
+                                    f">= 0, got {v!r}")
         if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):
             raise SettingsError(f"LivePlayback: speed_filter_s must be > 0 s, got "
                                 f"{speed_filter_s!r}")
@@ -309,8 +309,7 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
     force, torque, pen = np.zeros(n), np.zeros(n), np.zeros(n)
     contacts = np.zeros((n, 2), bool)
     c_ms, p_ms = np.zeros(n), np.zeros(n)
-    holds = environment.holds if environment is not None else ()
-    hold_err = np.full((n, len(holds)), np.nan)
+    hold_err = np.full((n, len(environment.holds) if environment else 0), np.nan)
     with LivePlayback(controller, body, mode, settings, environment=environment) as live:
         for i in range(n):
             (rr, rl), (sr, sl), info = live.step()
@@ -326,7 +325,6 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
     ref = Motion(body.skeleton, fps, ref_root, quat.normalize(ref_lrot),
                  {"source": "motion matching"})
     res = measure(ref, sim_root, sim_lrot, body, mode, force, torque, pen, contacts, falls,
-                  float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})")
-    if holds:
-        res = replace(res, holds=tuple(holds), hold_error_m=hold_err)
+                  float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})",
+                  environment=environment, hold_error_m=hold_err)
     return LiveResult(res, c_ms, p_ms)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -152,11 +152,11 @@ class TrackingSettings:
             if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                     or v < 0 or (positive and v == 0)):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
-                                 f"{'> 0' if positive else '>= 0'}, got {v!r}")
+                                    f"{'> 0' if positive else '>= 0'}, got {v!r}")
         it = self.solver_iterations
         if it is not None and (isinstance(it, bool) or not isinstance(it, int) or it < 1):
-            raise SettingsError(f"TrackingSettings: solver_iterations must be None or an int >= 1, "
-                             f"got {it!r}")
+            raise SettingsError(f"TrackingSettings: solver_iterations must be None or an int "
+                                f">= 1, got {it!r}")
 
     def iterations(self, mode: str) -> int:
         """The solver iterations used in ``mode`` (``solver_iterations`` or its default)."""
@@ -526,8 +526,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     pen = np.zeros(F)
     contacts = np.zeros((F, 2), bool)
     tr = Tracker(body, mode, settings, environment)
-    holds = environment.holds if environment is not None else ()
-    hold_err = np.full((F, len(holds)), np.nan)
+    hold_err = np.full((F, len(environment.holds) if environment else 0), np.nan)
     try:
         tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0],
                  next_pose=(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1]), dt=dt)
@@ -547,21 +546,25 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     finally:
         tr.close()
     # frame 0 is the reset pose, not simulated: report steps 1.. for timing
-    res = measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
-                  seconds * F / max(F - 1, 1), source=f"physics playback ({mode})")
-    return replace(res, holds=tuple(holds), hold_error_m=hold_err) if holds else res
+    return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
+                   seconds * F / max(F - 1, 1), source=f"physics playback ({mode})",
+                   environment=environment, hold_error_m=hold_err)
 
 
 def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,
             force: np.ndarray, torque: np.ndarray, penetration_m: np.ndarray,
-            contacts: np.ndarray, falls: list, seconds: float, source: str) -> TrackResult:
+            contacts: np.ndarray, falls: list, seconds: float, source: str,
+            environment: Environment | None = None, hold_error_m: np.ndarray | None = None
+            ) -> TrackResult:
     """The ``TrackResult`` of a simulated run: ``root (F, 3)``, ``lrot (F, J, 4)`` against the
-    reference it followed, with the per-frame assist, ``penetration_m`` and contacts ``(F, …)``."""
+    reference it followed, with the per-frame assist, ``penetration_m`` and contacts ``(F, …)``
+    (and the environment's holds with their ``hold_error_m (F, H)``, when it has any)."""
     sim = Motion(ref.skeleton, ref.fps, root, quat.normalize(lrot), {"source": source})
     err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
     feet = tuple(body.index(n) for n in ("LeftFoot", "RightFoot"))
+    holds = tuple(environment.holds) if environment is not None else ()
     return TrackResult(sim, ref, mode, err, force, torque, penetration_m * 1e3, contacts,
-                       list(falls), seconds, feet)
+                       list(falls), seconds, feet, holds, hold_error_m if holds else None)
 
 
 def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:

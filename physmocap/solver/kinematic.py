@@ -607,16 +607,16 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull, pw=None
         if act.size == 0:
             break
         A, g = _normal_equations(st, w[act], pm[act], r[act], gpos[act])
+        pw_act = None if pw is None else (pw[0][act], pw[1][act])
         if st.pk.size:
-            _add_prior(st, A, g, v[act], R[act], None if pw is None else (pw[0][act], pw[1][act]))
+            _add_prior(st, A, g, v[act], R[act], pw_act)
         # Marquardt damping, isotropic per 3x3 block so that it does not depend on the axes
         # (world here, local in the model): the step equals the local-axis LM step.
         diag = A[:, eyeP].reshape(len(act), -1, 3).mean(axis=-1).repeat(3, axis=-1)
         A[:, eyeP] += lam[act, None] * diag + _RIDGE
         delta = np.linalg.solve(A, g[..., None])[..., 0]
         l_new, r_new = _apply(lrot[act], root[act], delta, st.free, R[act])
-        e = _evaluate(st, l_new, r_new, obs[act], vis[act], wm[act], pull,
-                      None if pw is None else (pw[0][act], pw[1][act]))
+        e = _evaluate(st, l_new, r_new, obs[act], vis[act], wm[act], pull, pw_act)
         c_old = cost[act]
         c_new = e[4]
         its[act] += 1
