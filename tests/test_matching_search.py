@@ -339,6 +339,29 @@ def test_numba_cost_is_numpys_pairwise_sum():
 
 
 @needs_numba
+def test_prefetch_compiles_and_changes_nothing():
+    # the kernels prefetch the boxes and rows they will read next; that must compile here (else
+    # the search silently loses its cold-cache speed-up) and must not change any value
+    import numba
+    search_mod._numba_kernels()
+    made = search_mod._prefetch_intrinsic(numba)
+    pf = search_mod._nb_prefetch                  # what the kernels were compiled with
+    assert made is not None and type(pf) is type(made)   # the intrinsic, not the no-op fallback
+
+    @numba.njit
+    def touch(a):
+        for e in range(0, a.size, 16):
+            pf(a, e)
+        return a.sum()
+    a = np.arange(100, dtype=np.float32).reshape(10, 10)
+    before = a.copy()
+    assert touch(a) == before.sum()
+    np.testing.assert_array_equal(a, before)
+    with pytest.raises(numba.TypingError):         # strided views have no flat index
+        touch(a[:, ::2])
+
+
+@needs_numba
 def test_backend_selection_and_fallback(monkeypatch):
     X = np.random.default_rng(0).normal(size=(300, 5)).astype(np.float32)
     ok = np.ones(300, bool)
