@@ -342,7 +342,6 @@ def test_numba_cost_is_numpys_pairwise_sum():
 def test_prefetch_compiles_and_changes_nothing():
     # the kernels prefetch the boxes and rows they will read next; that must compile here (else
     # the search silently loses its cold-cache speed-up) and must not change any value
-    import numba
     search_mod._numba_kernels()
     made = search_mod._prefetch_intrinsic(numba)
     pf = search_mod._nb_prefetch                  # what the kernels were compiled with
