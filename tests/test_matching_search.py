@@ -141,7 +141,8 @@ def test_single_query_matches_batch(db, backend):
     bi, bc = index.search_batch(Q, current=np.r_[rows, np.full(len(Q) - len(rows), -1)],
                                 exclude_radius=10)
     for k in range(len(Q)):
-        cur = int(rows[k]) if k < len(rows) else None
+        # numpy and Python ints alike
+        cur = (int(rows[k]) if k % 2 else rows[k]) if k < len(rows) else None
         i, c = index.search(Q[k], current=cur, exclude_radius=10)
         assert (i, c) == (bi[k], bc[k])
         assert isinstance(i, int) and isinstance(c, float)
@@ -432,6 +433,9 @@ def test_errors(backend):
         index.search_batch(np.zeros((2, 3)), current=[1])
     with pytest.raises(ShapeError, match="exclude_radius"):
         index.search(np.zeros(3), current=1, exclude_radius=-1)
+    for bad_current in (True, np.bool_(True), 1.0, "1"):
+        with pytest.raises(ShapeError, match="current must be None or"):
+            index.search(np.zeros(3), current=bad_current)
     with pytest.raises(ShapeError, match="exclude"):
         brute_force(X, np.zeros(3), ok, exclude=np.ones(3, bool))
     with pytest.raises(ShapeError, match="NaN"):
