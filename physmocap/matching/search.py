@@ -546,43 +546,47 @@ def _nb_frame_bound(Xs, r, q32):
 
 def _nb_prefetch(a, i):
     """Ask the CPU to load element ``i`` of the C-contiguous array ``a`` (flat index) into cache
-    (no effect on any value). Plain Python no-op; compiled to ``llvm.prefetch`` by
-    :func:`_prefetch_intrinsic`."""
+    (no effect on any value). A plain Python no-op; :func:`_numba_kernels` swaps in the
+    ``llvm.prefetch`` intrinsic of :func:`_prefetch_intrinsic`."""
+
+
+_nb_prefetch_noop = _nb_prefetch     # the fallback when the intrinsic does not compile here
+
+
+def _nb_prefetch_probe(a, i):
+    """Compiled once (then loaded from numba's cache) to check that the intrinsic compiles."""
+    _nb_prefetch(a, i)
 
 
 def _prefetch_intrinsic(numba):
     """A numba intrinsic emitting ``llvm.prefetch`` (read, keep in all cache levels) for element
-    ``i`` of a C-contiguous array, or ``None`` if this numba/LLVM cannot compile it (the search
-    then runs without prefetching: slower on a cold cache, the same answers)."""
+    ``i`` of a C-contiguous array, or ``None`` if this numba cannot define it."""
     try:
         from llvmlite import ir
         from numba.core import cgutils, types
         from numba.extending import intrinsic
-
-        @intrinsic
-        def prefetch(typingctx, arr, idx):
-            if not (isinstance(arr, types.Array) and arr.layout == "C"
-                    and isinstance(idx, types.Integer)):
-                return None
-
-            def codegen(context, builder, signature, args):
-                ary = context.make_array(signature.args[0])(context, builder, args[0])
-                ptr = builder.gep(ary.data, [context.cast(builder, args[1], signature.args[1],
-                                                          types.int64)])
-                i8p = ir.IntType(8).as_pointer()
-                i32 = ir.IntType(32)
-                fn = cgutils.get_or_insert_function(
-                    builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-                    "llvm.prefetch.p0")
-                builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
-                return context.get_dummy_value()
-            return types.void(arr, idx), codegen
-
-        probe = numba.njit(lambda a, i: prefetch(a, i))
-        probe(np.zeros(4), 1)
-        return prefetch
-    except Exception:  # noqa: BLE001 -- an optional speed-up: search without it
+    except ImportError:
         return None
+
+    @intrinsic
+    def prefetch(typingctx, arr, idx):
+        if not (isinstance(arr, types.Array) and arr.layout == "C"
+                and isinstance(idx, types.Integer)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            ptr = builder.gep(ary.data, [context.cast(builder, args[1], signature.args[1],
+                                                      types.int64)])
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                "llvm.prefetch.p0")
+            builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+        return types.void(arr, idx), codegen
+    return prefetch
 
 
 def _nb_prune_threshold(best, sig, dq, m32):
@@ -718,7 +722,12 @@ def _numba_kernels():
                           fastmath={"reassoc", "contract"})
         for name in ("_nb_box_bound", "_nb_frame_bound"):
             g[name] = fast(g[name])
-        g["_nb_prefetch"] = _prefetch_intrinsic(numba) or jit(g["_nb_prefetch"])
+        # prefetching is only a speed-up (1.1-1.15x on a cold cache): without it, same answers
+        g["_nb_prefetch"] = _prefetch_intrinsic(numba)
+        try:
+            jit(_nb_prefetch_probe)(np.zeros(4), 1)
+        except Exception:  # noqa: BLE001 -- e.g. another LLVM's intrinsic name
+            g["_nb_prefetch"] = jit(_nb_prefetch_noop)
         for name in ("_nb_cost_block", "_nb_cost", "_nb_prune_threshold", "_nb_search_one"):
             g[name] = jit(g[name])
         g["_prange"] = numba.prange
