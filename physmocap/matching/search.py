@@ -404,7 +404,9 @@ def _kd_order(c: np.ndarray, branch: int) -> np.ndarray:
 # squared distance (sum over features of max(lo - q, 0, q - hi)**2) already exceeds the best cost
 # so far; the frames of a live leaf are pruned by a quick sum, then costed exactly. The valid/tag
 # masks are the tree's subset; the exclusion window is a per-frame test;
-# `best_cost` (the controller's cost of carrying on) is the initial bound, strict.
+# `best_cost` (the controller's cost of carrying on) is the initial bound, strict. A node that
+# survives its bound has its children's boxes (or its rows) prefetched as it is pushed, so they
+# arrive while nearer subtrees are walked: a single query usually finds the tree out of cache.
 #
 # Exactness: a frame's decisive cost is numpy's pairwise sum (`_nb_cost` reproduces `np.add.reduce`
 # over a contiguous float64 row, same terms, same order) on the frame's own float32 row, so the
