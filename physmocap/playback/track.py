@@ -61,7 +61,8 @@ class TrackingSettings:
             ``"assist"`` mode, 10 in ``"physical"`` mode. The stiff joint motors of assist mode
             need them to converge under running loads: at 10 the live run tracked within 26 cm
             (the trunk pitched 20 deg past the reference's, the feet 24 mm into the floor), at
-            50 within 6.1 cm (6 mm), and every walk, live or solved, tracks 0.1-1.3 cm closer
+            50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
+            orientation gains), and every walk, live or solved, tracks 0.1-1.3 cm closer
             (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
             mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is down at
             3.0 / 1.7 / 1.7 s at 10 / 30 / 50: ``benchmarks/playback_speed.py
