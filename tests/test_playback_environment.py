@@ -84,6 +84,25 @@ def test_hold_pins_the_palm_and_a_bar_blocks_the_other_hand(body, mode):
     assert h["palm_error_mm_mean"] < 5.0
 
 
+def test_released_hand_collides_again_once_clear(body):
+    # released with its palm on the bar's axis, the hand does not collide with the bar until it
+    # is clear of it (set colliding inside, the contact held it there), then it does again
+    from physmocap.playback import Tracker
+    ref = lowering_arms(body)
+    env = Environment("t", (bar("grip", rest_palm(body, ref, "Right")),),
+                      (HandHold("Right", 0.1, 1.6, "grip", None),))
+    with Tracker(body, "assist", environment=env) as tr:
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0])
+        inside = []
+        for f in range(1, ref.n_frames):
+            tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], 1 / FPS)
+            inside.append(bool(tr.holds._inside))
+        t_release = int(round(1.6 * FPS))
+        assert not any(inside[:t_release - 1])           # held: nothing waits
+        assert any(inside[t_release - 1:])               # released inside the bar: waits
+        assert not inside[-1]                            # clear, colliding again
+
+
 def test_point_hold_and_no_environment(body):
     ref = lowering_arms(body, seconds=1.0)
     target = rest_palm(body, ref, "Left") + [0.0, 0.0, 0.05]   # 5 cm above the palm

@@ -49,6 +49,51 @@ def test_solver_iterations_per_mode(body):
             assert got["numSolverIterations"] == want, (mode, settings.solver_iterations)
 
 
+def test_torque_floor_and_stance_grounding_per_mode(body):
+    # assist mode: arms held at 60 N·m (30 let them flail on the live run) and the live
+    # reference grounded by its stance feet; physical mode keeps what its balance controller
+    # was tuned with; an explicit value wins in both
+    s = TrackingSettings()
+    assert (s.min_torque("assist"), s.min_torque("physical")) == (60.0, 30.0)
+    assert (s.stance("assist"), s.stance("physical")) == (0.5, None)
+    e = TrackingSettings(joint_min_torque=45.0, stance_speed=0.8)
+    assert (e.min_torque("assist"), e.min_torque("physical")) == (45.0, 45.0)
+    assert (e.stance("assist"), e.stance("physical")) == (0.8, 0.8)
+    for mode, settings, want in (("assist", s, 60.0), ("physical", s, 30.0),
+                                 ("physical", e, 45.0)):
+        with Tracker(body, mode, settings) as tr:
+            assert tr.max_torque.min() == pytest.approx(want)
+            # the motors get it: a light segment's force limit is the floor
+            assert min(f[0] for f in tr._forces) == pytest.approx(want)
+
+
+def test_stance_floor_holds_through_flight(body):
+    from physmocap.playback.track import StanceFloor, sole_sides
+    sides = sole_sides(body)
+    L, R = sides
+    dt = 1 / 60
+
+    def frame(zl, zr, xl, xr):
+        c = np.zeros((len(L) + len(R), 3))
+        c[L, 2], c[R, 2] = zl, zr
+        c[L, 0], c[R, 0] = xl, xr
+        return c
+
+    fl = StanceFloor(sides, 0.5, 0.06, dt)
+    assert fl(frame(0.03, 0.20, 0.0, 0.0)) == pytest.approx(-0.03)      # first frame: lowest
+    assert fl(frame(0.03, 0.20, 0.0, 0.05)) == pytest.approx(-0.03)     # left foot planted
+    # flight: both feet move 3 m/s; the lower one, 1 cm up, does not pull the body down
+    assert fl(frame(0.01, 0.12, 0.05, 0.10)) == pytest.approx(-0.03)
+    # a slow foot at the top of its back swing (9 cm above the floor) is not a stance foot
+    assert fl(frame(0.04, 0.12, 0.10, 0.10)) == pytest.approx(-0.03)
+    # the right foot lands (slow, near the floor): it is the floor now
+    assert fl(frame(0.10, 0.05, 0.15, 0.105)) == pytest.approx(-0.05)
+    # without a stance speed: the lowest corner of every frame (physical mode's rule)
+    old = StanceFloor(sides, None, 0.06, dt)
+    old(frame(0.03, 0.20, 0.0, 0.0))
+    assert old(frame(0.01, 0.12, 0.05, 0.10)) == pytest.approx(-0.01)
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(timestep=0.0), "timestep must be a finite number > 0"),
     (dict(timestep=float("inf")), "timestep"),
@@ -59,6 +104,11 @@ def test_solver_iterations_per_mode(body):
     (dict(fall_seconds=True), "fall_seconds"),
     (dict(solver_iterations=0), "solver_iterations must be None or an int >= 1"),
     (dict(solver_iterations=2.5), "solver_iterations"),
+    (dict(joint_min_torque=-1.0), "joint_min_torque must be None or a finite number >= 0"),
+    (dict(joint_min_torque=float("nan")), "joint_min_torque"),
+    (dict(stance_speed=0.0), "stance_speed must be None or a finite number > 0"),
+    (dict(stance_speed=True), "stance_speed"),
+    (dict(stance_height=0.0), "stance_height must be a finite number > 0"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):
     with pytest.raises(SettingsError, match=match):

@@ -8,7 +8,10 @@ object with a point-to-point constraint while the hold lasts: to the point of a 
 nearest to where the palm is when the hold begins, or to the point. The constraint's force is
 bounded (``max_force``), so a reference that pulls the hand away strains it rather than
 teleporting the body. While a hand holds an object, that hand does not collide with it (its
-palm sits on the object's axis, inside the collision shape).
+palm sits on the object's axis, inside the collision shape), nor after the release until it
+is clear of the object: a hand set colliding while inside the bar was held there by the
+contact (a released hand stayed 0.59 m from its reference with the 60 N·m arms of assist
+mode; it came free only by flailing with 30 N·m).
 
 PyBullet facts used here: a constraint's position on a link is relative to the link's centre of
 mass (its inertial frame), not to its joint; ``createConstraint`` pins from the next step on.
@@ -78,6 +81,7 @@ class Holds:
         self.palm = [0.5 * _segment(char.body_template, j) for j in self.hand]
         self.anchor: list[np.ndarray | None] = [None] * len(env.holds)
         self._cid: list[int | None] = [None] * len(env.holds)
+        self._inside: set[int] = set()      # released holds whose hand is not yet clear
 
     def _palm_world(self, k: int) -> np.ndarray:
         p, c = self.char.p, self.char.client
@@ -96,9 +100,21 @@ class Holds:
             self.char.p.setCollisionFilterPair(self.char.body, oid, self.hand[k] - 1, -1,
                                                int(on), physicsClientId=self.char.client)
 
+    def _clear(self, k: int) -> bool:
+        """Hand ``k``'s collision shape does not touch its hold's object."""
+        oid = self.objects.get(self.env.holds[k].object or "")
+        if oid is None:
+            return True
+        # closest points are computed whatever the collision filter says
+        return not self.char.p.getClosestPoints(self.char.body, oid, 0.0, self.hand[k] - 1, -1,
+                                                physicsClientId=self.char.client)
+
     def update(self, t: float) -> None:
         """Pin the holds active at ``t`` s, release the others."""
         p, c = self.char.p, self.char.client
+        for k in [k for k in self._inside if self._clear(k)]:
+            self._inside.discard(k)
+            self._collide(k, True)
         for k, h in enumerate(self.env.holds):
             active = h.start <= t < h.stop
             if active and self._cid[k] is None:
@@ -112,6 +128,7 @@ class Holds:
                                          [float(x) for x in self.anchor[k]], physicsClientId=c)
                 p.changeConstraint(cid, maxForce=self.max_force, physicsClientId=c)
                 self._cid[k] = cid
+                self._inside.discard(k)
                 self._collide(k, False)
             elif not active and self._cid[k] is not None:
                 self.release(k)
@@ -123,7 +140,7 @@ class Holds:
         self.char.p.removeConstraint(self._cid[k], physicsClientId=self.char.client)
         self._cid[k] = None
         self.anchor[k] = None
-        self._collide(k, True)
+        self._inside.add(k)          # collides again once clear of the object (``update``)
 
     def release_all(self) -> None:
         for k in range(len(self._cid)):

@@ -6,7 +6,8 @@ Each frame, in one loop (``LivePlayback.step``):
 2. ``FrameRetargeter`` maps it onto the body template (the simulated body's skeleton);
 3. the pose is prepared the way ``track`` prepares a whole clip, but causally: the feet are
    unrolled about their bones (``level_feet``) and the root is moved vertically so that the
-   lowest sole point is on the floor, the offset smoothed by a one-pole filter (``ground_s``);
+   lowest sole point of the feet in stance is on the floor (``StanceFloor``; in physical mode
+   the lowest of either foot), the offset smoothed by a one-pole filter (``ground_s``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
 In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
@@ -37,7 +38,7 @@ from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
 from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
-from .track import FrameRetargeter
+from .track import FrameRetargeter, StanceFloor, sole_sides
 
 __all__ = ["LivePlayback", "LiveResult", "run_live"]
 
@@ -67,8 +68,9 @@ class _FrameFeet:
         joints, pts = sole_points(body)
         self.soles = [(int(j), tuple(map(float, p))) for j, p in zip(joints, pts)]
 
-    def __call__(self, root, lrot) -> tuple[np.ndarray, float]:
-        """``lrot (J, 4)`` with feet and toes unrolled, and the lowest sole point's height (m)."""
+    def __call__(self, root, lrot) -> tuple[np.ndarray, list]:
+        """``lrot (J, 4)`` with feet and toes unrolled, and the sole corners (``sole_points``
+        order, K lists of 3 floats, m, world)."""
         lrot = np.array(lrot, float)
         for j, seg in self.feet:
             g = forward_kinematics_frame(self.skeleton, lrot, root)[1].tolist()
@@ -92,8 +94,11 @@ class _FrameFeet:
             g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
             lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
         x, g = (a.tolist() for a in forward_kinematics_frame(self.skeleton, lrot, root))
-        low = min(x[j][2] + quat.rotate_t(g[j], p)[2] for j, p in self.soles)
-        return quat.normalize(lrot), low
+        corners = []
+        for j, p in self.soles:
+            r = quat.rotate_t(g[j], p)
+            corners.append([x[j][0] + r[0], x[j][1] + r[1], x[j][2] + r[2]])
+        return quat.normalize(lrot), corners
 
 
 class _BodyPaced:
@@ -207,6 +212,8 @@ class LivePlayback:
         self.dt = controller.dt
         self._feet = _FrameFeet(self.body, steady=mode == "physical")
         self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
+        self._floor = StanceFloor(sole_sides(self.body), settings.stance(mode),
+                                  settings.stance_height, self.dt)
         self._offset = None
         self._started = False
 
@@ -220,8 +227,8 @@ class LivePlayback:
         lrot = np.array(lr)
         lrot[0] = quat.mul(rr, lr[0])
         root, trot = self.retarget(hips, lrot)
-        trot, low = self._feet(root, trot)
-        off = -low
+        trot, corners = self._feet(root, trot)
+        off = self._floor(corners)
         self._offset = off if self._offset is None else \
             self._offset + self._alpha * (off - self._offset)
         root = np.array(root, float)

@@ -42,8 +42,8 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 MODES = ("assist", "physical")
 # TrackingSettings fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("solver_iterations", "level_feet", "ground_reference", "head", "balance",
-                "balance_gains")
-_POSITIVE = ("timestep", "assist_i_time", "fall_speed")
+                "balance_gains", "joint_min_torque", "stance_speed")
+_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class TrackingSettings:
             ``"assist"`` mode, 10 in ``"physical"`` mode. The stiff joint motors of assist mode
             need them to converge under running loads: at 10 the live run tracked within 26 cm
             (the trunk pitched 20 deg past the reference's, the feet 24 mm into the floor), at
-            50 within 6.1 cm (6 mm), and every walk, live or solved, tracks 0.1-1.3 cm closer
+            50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
+            orientation gains), and every walk, live or solved, tracks 0.1-1.3 cm closer
             (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
             mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is down at
             3.0 / 1.7 / 1.7 s at 10 / 30 / 50: ``benchmarks/playback_speed.py
@@ -72,13 +73,21 @@ class TrackingSettings:
         joint_kp, joint_kd: PyBullet motor position / velocity gains (dimensionless, per
             step: the motor asks for ``kp * error / dt + kd * velocity error``).
         joint_max_torque: N·m, per axis, the motors' force limit, scaled per joint by the
-            mass it carries (``joint_torque_scale``: segments below it / total) with floor
-            ``joint_min_torque``.
+            mass it carries (segments below it / total) with floor ``joint_min_torque``.
+        joint_min_torque: N·m, that floor; ``None``: 60 in ``"assist"`` mode, 30 in
+            ``"physical"`` mode (``min_torque``). At 30 the arms (shoulder ~32 N·m) flail on
+            the live run, where the root is shaken at every landing (right shoulder up to
+            180 deg off its reference); the balance controller of physical mode was tuned
+            with 30.
         assist_kp, assist_kd: N/m, N·s/m of the root position assist (per kg of body mass).
-        assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist. The
-            assist is an explicit force at 240 Hz on a light pelvis: a damping above ~60 N·m·s/rad
-            makes it chatter at the clamp while standing still (measured: 150 gave a steady
-            177 N / 400 N·m on a standing body, 40 gives 5 N / 0 N·m).
+        assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist.
+            6000 / 80 (were 3000 / 40): the root's orientation error was the largest part of
+            the live run's tracking error (3.6 deg mean, larger in flight, where only the
+            assist turns the body), and every live input tracks 0.2-0.4 cm closer (README,
+            "Measured"), for 20-30 N·m more mean torque. The assist is an explicit torque at
+            240 Hz on a light pelvis; an earlier body chattered at the clamp while standing
+            still with a damping of 150 (177 N / 400 N·m); the present one stands with 6 N /
+            1 N·m at 80-150.
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -97,6 +106,20 @@ class TrackingSettings:
             the lowest sole point of the feet is on the floor (z = 0), smoothed over 0.1 s.
             Retargeted clips often float (or sink) a few cm; a root assist toward a floating
             root then carries the body weight instead of the legs.
+        stance_speed, stance_height: m/s, m: the live loop (``LivePlayback``) grounds its
+            reference by the feet in stance only: a foot counts when its slowest sole corner
+            moves slower than ``stance_speed`` horizontally and its lowest corner is within
+            ``stance_height`` of the floor; with no foot in stance (a run's flight) the offset
+            is held (``StanceFloor``). ``stance_speed=None``: 0.5 m/s in ``"assist"`` mode,
+            off (the lowest sole point of every frame) in ``"physical"`` mode
+            (``stance(mode)``). Grounding by the lowest sole of every frame takes a run's
+            flight out: the lower foot is pulled onto the floor while it swings forward at
+            running speed (live run: reference soles within 1 cm of the floor moving at 1.3
+            m/s; the reference's centre of mass 8.5 m/s² off free fall, on average, in its
+            flight frames, 5.4 with stance grounding). ``track`` keeps the lowest sole of
+            every frame (smoothed over 0.1 s): measured on two Bandai-Namco run clips and
+            its walk, stance grounding there changed nothing beyond noise (run 8.3 / 7.6 cm
+            instead of 8.0 / 7.8, walk 1.35 instead of 1.30).
         fall_root_ratio, fall_head_height, fall_seconds: the fall rule (see module doc).
         fall_speed: m/s, a root faster than this is a fall at once ("unstable"): a blown-up
             simulation flings the body about, its root and head low only now and then, and
@@ -122,11 +145,11 @@ class TrackingSettings:
     joint_kp: float = 1.0
     joint_kd: float = 1.0
     joint_max_torque: float = 600.0
-    joint_min_torque: float = 30.0
+    joint_min_torque: float | None = None
     assist_kp: float = 200.0
     assist_kd: float = 40.0
-    assist_rot_kp: float = 3000.0
-    assist_rot_kd: float = 40.0
+    assist_rot_kp: float = 6000.0
+    assist_rot_kd: float = 80.0
     assist_max_force: float = 700.0
     assist_max_torque: float = 400.0
     assist_ki: float = 1000.0
@@ -134,6 +157,8 @@ class TrackingSettings:
     assist_i_max: float = 0.03
     level_feet: bool = True
     ground_reference: bool = True
+    stance_speed: float | None = None
+    stance_height: float = 0.06
     fall_root_ratio: float = 0.5
     fall_head_height: float = 0.6
     fall_seconds: float = 0.5
@@ -153,6 +178,12 @@ class TrackingSettings:
                     or v < 0 or (positive and v == 0)):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
                                     f"{'> 0' if positive else '>= 0'}, got {v!r}")
+        for name, positive in (("joint_min_torque", False), ("stance_speed", True)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                  or not math.isfinite(v) or v < 0 or (positive and v == 0)):
+                raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
+                                    f"{'> 0' if positive else '>= 0'}, got {v!r}")
         it = self.solver_iterations
         if it is not None and (isinstance(it, bool) or not isinstance(it, int) or it < 1):
             raise SettingsError(f"TrackingSettings: solver_iterations must be None or an int "
@@ -163,6 +194,20 @@ class TrackingSettings:
         if self.solver_iterations is not None:
             return int(self.solver_iterations)
         return 50 if mode == "assist" else 10
+
+    def min_torque(self, mode: str) -> float:
+        """N·m, the joint motors' torque floor in ``mode`` (``joint_min_torque`` or its
+        default)."""
+        if self.joint_min_torque is not None:
+            return float(self.joint_min_torque)
+        return 60.0 if mode == "assist" else 30.0
+
+    def stance(self, mode: str) -> float | None:
+        """m/s, the stance speed of the reference's grounding in ``mode`` (``stance_speed`` or
+        its default); ``None``: ground by the lowest sole point of every frame."""
+        if self.stance_speed is not None:
+            return float(self.stance_speed)
+        return 0.5 if mode == "assist" else None
 
 
 def _subtree_mass(body: BodyTemplate) -> np.ndarray:
@@ -211,7 +256,7 @@ class Tracker:
         self.p, self.J = self.char.p, len(self.body)
         self.mass = float(self.body.total_mass)
         sub = _subtree_mass(self.body)
-        self.max_torque = np.maximum(s.joint_max_torque * sub / sub[0], s.joint_min_torque)
+        self.max_torque = np.maximum(s.joint_max_torque * sub / sub[0], s.min_torque(mode))
         # leg joints carry the body, not only the segments below them
         for side in self.char.feet:
             for j in side:
@@ -582,6 +627,12 @@ def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
     return np.array(joints), np.array(pts)
 
 
+def sole_sides(body: BodyTemplate) -> list[np.ndarray]:
+    """Indices into ``sole_points`` of the left and the right foot's corners."""
+    joints, _ = sole_points(body)
+    return [np.flatnonzero(np.isin(joints, side)) for side in foot_joints(body)]
+
+
 def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Motion:
     """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
     so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
@@ -639,6 +690,41 @@ def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1) -> 
     root[:, 2] += off
     return Motion(motion.skeleton, motion.fps, root, motion.lrot,
                   dict(motion.meta, grounded=True))
+
+
+class StanceFloor:
+    """The reference's floor offset (m, added to the root's height) from its feet in stance,
+    frame by frame (causal).
+
+    Each call takes the sole corners ``(K, 3)`` m (``sole_points``, world) of one frame; a foot
+    is in stance when its slowest corner moves slower than ``speed`` m/s horizontally (since
+    the previous frame, ``dt`` s) and its lowest corner is within ``height`` m of the floor
+    the current offset puts there. The offset puts the lowest stance corner on the floor; with
+    no foot in stance (flight, or the first frame: the lowest corner of all) it is held. The
+    height test keeps a swing foot slowing at the top of its back swing from counting.
+    ``speed=None``: the lowest corner of every frame (no stance test).
+    """
+
+    def __init__(self, sides: list, speed: float | None, height: float, dt: float):
+        self.sides = [list(map(int, s)) for s in sides]     # corner indices of each foot
+        self.speed, self.height, self.dt = speed, float(height), float(dt)
+        self.offset = None
+        self._prev = None
+
+    def __call__(self, corners) -> float:
+        pts = np.asarray(corners, float)
+        low = float(pts[:, 2].min())
+        prev, self._prev = self._prev, pts
+        if self.speed is None or prev is None or self.offset is None:
+            self.offset = -low
+            return self.offset
+        v = np.hypot(*(pts[:, :2] - prev[:, :2]).T) / self.dt
+        zs = [float(pts[s, 2].min()) for s in self.sides
+              if float(v[s].min()) < self.speed and float(pts[s, 2].min()) + self.offset
+              < self.height]
+        if zs:
+            self.offset = -min(zs)
+        return self.offset
 
 
 def loop_motion(motion: Motion, loops: int) -> Motion:
