@@ -254,6 +254,18 @@ def test_walk_figures_measured(body):
         assert rep["penetration_max_mm"] < 30.0
 
 
+def test_joint_kd_has_no_effect_on_spherical_motors(body):
+    """What TrackingSettings documents: PyBullet's spherical motors ignore the velocity gain
+    (bullet3 #2740, #4533). Should PyBullet start using it, this fails and the docs must change."""
+    from physmocap.demo import make_demo_capture
+    _, walk = make_demo_capture()
+    short = Motion(walk.skeleton, walk.fps, walk.root_pos[:40], walk.lrot[:40])
+    runs = [track(short, body, "assist", settings=TrackingSettings(joint_kd=kd))
+            for kd in (0.0, 5.0)]
+    assert np.array_equal(runs[0].motion.root_pos, runs[1].motion.root_pos)
+    assert np.array_equal(runs[0].motion.lrot, runs[1].motion.lrot)
+
+
 def test_walk_assist_within_3cm(body):
     """The issue's target for mode (a) on the demo walk (measured 1.4 cm, 219 N mean assist)."""
     from physmocap.demo import make_demo_capture

@@ -110,7 +110,9 @@ class BalanceSettings:
         load_filter: s, time constant of the filter on the feet's measured loads.
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
-        motor_kp, motor_kd: the motors' position and velocity gains (motors drive). At 1 a
+        motor_kp, motor_kd: the motors' position and velocity gains (motors drive; the
+            velocity gain has no effect on PyBullet's spherical motors, see
+            ``TrackingSettings.joint_kd``). At 1 a
             motor asks for the whole error back within one physics step: rigid legs, and every
             landing an impact that throws the body back into the air (the demo walk's first:
             2.8 body weights, 7 cm up; ``benchmarks/physical_diagnosis.py anatomy``);

@@ -71,7 +71,10 @@ class TrackingSettings:
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
         joint_kp, joint_kd: PyBullet motor position / velocity gains (dimensionless, per
-            step: the motor asks for ``kp * error / dt + kd * velocity error``).
+            step: the motor asks for ``kp * error / dt + kd * velocity error``). PyBullet's
+            spherical joint motor (every joint of this body) uses only the position gain: the
+            velocity gain and the target velocities have no effect (measured: ``joint_kd`` 0,
+            1 and 5 track the demo walk bit for bit alike; bullet3 issues #2740, #4533).
         joint_max_torque: N·m, per axis, the motors' force limit, scaled per joint by the
             mass it carries (segments below it / total) with floor ``joint_min_torque``.
         joint_min_torque: N·m, that floor; ``None``: 60 in ``"assist"`` mode, 30 in
