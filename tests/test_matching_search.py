@@ -3,6 +3,10 @@ index), with exclusion windows, tags, valid masks, the best-cost shortcut and ba
 backends, the compiled one (numba) and the pure-numpy fallback."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -359,6 +363,37 @@ def test_prefetch_compiles_and_changes_nothing():
     np.testing.assert_array_equal(a, before)
     with pytest.raises(numba.TypingError):         # strided views have no flat index
         touch(a[:, ::2])
+
+
+_ONE_CPU_SCRIPT = """
+import os, threading, numpy as np
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from physmocap.matching.search import SearchIndex, brute_force
+out = {}
+def work():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    ok = rng.random(3000) > 0.1
+    q = X[:50] + 0.1 * rng.normal(size=(50, 6))
+    index = SearchIndex(X, ok, [0, 1000], [1000, 3000])
+    out["same"] = all(np.array_equal(a, b) for a, b in
+                      zip(index.search_batch(q), brute_force(X, q, ok)))
+t = threading.Thread(target=work)
+t.start()
+t.join()
+print("same" if out["same"] else "DIFFERENT")
+"""
+
+
+@needs_numba
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_one_cpu_batch_search_from_a_thread_exits():
+    # on one CPU the batch kernel runs serially: numba's TBB pool, first started outside the
+    # main thread, hung the process at exit (after the last test passed, in CI pinned to a CPU)
+    r = subprocess.run([sys.executable, "-c", _ONE_CPU_SCRIPT], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "same"
 
 
 @needs_numba

@@ -41,6 +41,7 @@ Conventions shared by both searches:
 from __future__ import annotations
 
 import math
+import os
 from bisect import bisect_right
 from collections.abc import Mapping
 
@@ -704,13 +705,34 @@ def _nb_search_many(Ys, X, orig, box, kid_a, kid_b, n_leaf, root_a, root_b, stac
         out_c[j] = c
 
 
+def _nb_search_serial(Ys, X, orig, box, kid_a, kid_b, n_leaf, root_a, root_b, stack_size,
+                      rot_t, mu, sig, ey, rot_err, qs, limit, ex_a, ex_b, margin, out_i, out_c):
+    """:func:`_nb_search_many` on the calling thread alone, for a process with one CPU: there
+    numba's TBB threads gain nothing, and a process whose first parallel search ran outside the
+    main thread hangs at exit (TBB 2021.8 waits for a worker it never started; numba #10556,
+    oneTBB #2056; measured here with ``taskset -c 1``)."""
+    for j in range(qs.shape[0]):
+        out_i[j], out_c[j] = _nb_search_one(Ys, X, orig, box, kid_a, kid_b, n_leaf, root_a,
+                                            root_b, stack_size, rot_t, mu, sig, ey, rot_err,
+                                            qs[j], limit[j], ex_a[j], ex_b[j], margin)
+
+
+def _one_cpu() -> bool:
+    """Whether this process may run on one CPU only (its affinity mask)."""
+    try:
+        return len(os.sched_getaffinity(0)) <= 1
+    except (AttributeError, OSError):        # no affinity on this platform (macOS, Windows)
+        return (os.cpu_count() or 1) <= 1
+
+
 _prange = range          # numba.prange once compiled
-_NB_STATE: dict = {}     # "kernels": (one, many) once compiled; "error": why numba is unavailable
+_NB_STATE: dict = {}     # "kernels": (one, many, entry) once compiled; "error": why numba is not
 
 
 def _numba_kernels():
-    """``(search_one, search_many)`` compiled with numba (cached on disk, ``cache=True``), or
-    ``None`` when numba cannot be imported or compiled (the numpy index is used then)."""
+    """``(search_one, search_many, entry_point)`` compiled with numba (cached on disk,
+    ``cache=True``; ``search_many`` parallel over the CPUs, or serial on one CPU), or ``None``
+    when numba cannot be imported or compiled (the numpy index is used then)."""
     if "kernels" in _NB_STATE or "error" in _NB_STATE:
         return _NB_STATE.get("kernels")
     try:
@@ -732,10 +754,13 @@ def _numba_kernels():
             g["_nb_prefetch"] = jit(_nb_prefetch_noop)
         for name in ("_nb_cost_block", "_nb_cost", "_nb_prune_threshold", "_nb_search_one"):
             g[name] = jit(g[name])
-        g["_prange"] = numba.prange
-        g["_nb_search_many"] = numba.njit(cache=True, nogil=True, parallel=True,
-                                          error_model="numpy")(g["_nb_search_many"])
-        kernels = (g["_nb_search_one"], g["_nb_search_many"])
+        if _one_cpu():
+            many = g["_nb_search_serial"] = jit(g["_nb_search_serial"])
+        else:
+            g["_prange"] = numba.prange
+            many = g["_nb_search_many"] = numba.njit(cache=True, nogil=True, parallel=True,
+                                                     error_model="numpy")(g["_nb_search_many"])
+        kernels = (g["_nb_search_one"], many)
         _warm_up(kernels)
         kernels += (_entry_point(numba, kernels[0]),)
     except Exception as exc:  # noqa: BLE001 -- any failure: fall back to numpy, remember why
