@@ -1140,7 +1140,8 @@ class SearchIndex:
                 larger batches spill the temporaries out of cache).
         Returns:
             ``idx (Q,) int64`` and ``cost (Q,) float64``; ``-1`` with ``best_cost`` where no
-            eligible frame beats it. With numba the queries run in parallel over the cores.
+            eligible frame beats it. With numba the queries run in parallel over the cores
+            (serially when the process may use one CPU only: `_nb_search_serial`).
         """
         q, _ = _check_queries(queries, self.n_features)
         nq = q.shape[0]
