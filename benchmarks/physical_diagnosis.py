@@ -2,7 +2,8 @@
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
-                                            [live_headings] [pushes]     (default: all)
+                                            [live_headings] [pushes] [soles]
+                                                                         (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -27,7 +28,11 @@
   for stop and go also whether the body came to rest at the end of each stand;
 * ``pushes``: a standing body started moving (forward, sideways, diagonally) with
   ``STEPPING`` and without each of its recovery options: is it up (and still) after 5 s,
-  and which foot stepped first.
+  and which foot stepped first;
+* ``soles``: the planted soles' pitch of the retargeted Bandai-Namco walks (``track``'s
+  ``flat_planted`` levels it), and ``STEPPING`` on Bandai walks with and without it, from
+  several starting frames and mirrored: when the head first drops below 1 m, and how far body
+  and reference walked by then (one run of a falling body says little).
 """
 from __future__ import annotations
 
@@ -127,7 +132,20 @@ def one_leg() -> None:
 
 
 def prepared(motion, body):
-    return ground_motion(level_feet(motion, body, constant=True), body)
+    """``motion`` as ``track`` prepares a fully physical reference."""
+    return ground_motion(level_feet(motion, body, constant=True, flat_planted=True), body)
+
+
+def bandai_walk(n: int, body):
+    """Bandai-Namco ``dataset-2_walk_normal_{n:03d}`` retargeted onto ``body``, 60 fps."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/"
+                   f"dataset-2_walk_normal_{n:03d}.bvh")
+    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
+             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
+    return resample(retarget(src, body.skeleton, name_map=names), 60.0)
 
 
 def references() -> None:
@@ -394,11 +412,50 @@ def pushes() -> None:
         print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>19s}" for c in cells))
 
 
+def soles() -> None:
+    from physmocap.matching.database import mirror_motion
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.track import _planted_pitch
+
+    body = load_body()
+    head = body.index("Head")
+    clips = {n: bandai_walk(n, body) for n in range(1, 7)}
+    _, demo = make_demo_capture()
+    print("\nplanted sole pitch as retargeted (deg, toes down < 0; left / right): " + ", ".join(
+        f"{name} {' / '.join(f'{np.degrees(2 * np.arctan2(q[1], q[3])):.1f}' for q in (_planted_pitch(m, m.grot[:, k], k) for k in (body.index('LeftFoot'), body.index('RightFoot'))))}"
+        for name, m in [("demo", level_feet(demo, body, constant=True))]
+        + [(f"walk {n:03d}", level_feet(c, body, constant=True)) for n, c in clips.items()]))
+    runs = [(1, 0, False), (1, 30, False), (1, 60, False), (1, 0, True), (2, 0, False),
+            (2, 60, False), (3, 0, False), (3, 60, False), (3, 0, True), (1, 15, False),
+            (1, 45, False), (1, 90, False), (1, 30, True), (4, 0, False), (4, 60, False),
+            (5, 0, False), (5, 60, False), (6, 0, False), (6, 60, False), (2, 0, True),
+            (5, 0, True)]
+    print("STEPPING on Bandai walks (walk number @ first frame, m: mirrored): head below 1 m "
+          "at (s; up: never), body / reference walked by then (m)")
+    for fp in (False, True):
+        cells, downs = [], []
+        for n, start, mirror in runs:
+            ref = (mirror_motion(clips[n]) if mirror else clips[n])[start:]
+            res = track(ref, body, "physical", TrackingSettings(
+                balance=True, balance_gains=STEPPING, flat_planted=fp))
+            low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
+            k = low[0] if len(low) else res.motion.n_frames - 1
+            downs.append(k / res.motion.fps)
+            d = [float(np.linalg.norm(m.root_pos[k, :2] - m.root_pos[0, :2]))
+                 for m in (res.motion, res.reference)]
+            cells.append(f"{n}@{start}{'m' if mirror else ''} "
+                         f"{f'{downs[-1]:.2f}' if len(low) else 'up'} {d[0]:.1f}/{d[1]:.1f}")
+        print(f"  flat_planted {'on ' if fp else 'off'}: median {np.median(downs):.2f} s, mean "
+              f"{np.mean(downs):.2f} s, {sum(d < 1.0 for d in downs)} down within 1 s; "
+              + "; ".join(cells), flush=True)
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes}
+             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes,
+             "soles": soles}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

@@ -41,8 +41,8 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 
 MODES = ("assist", "physical")
 # TrackingSettings fields checked apart from the numbers (>= 0), and the numbers that must be > 0
-_NOT_NUMBERS = ("solver_iterations", "level_feet", "ground_reference", "head", "balance",
-                "balance_gains")
+_NOT_NUMBERS = ("solver_iterations", "level_feet", "flat_planted", "ground_reference", "head",
+                "balance", "balance_gains")
 _POSITIVE = ("timestep", "assist_i_time", "fall_speed")
 
 
@@ -93,6 +93,11 @@ class TrackingSettings:
             so its sole faces the floor. ``retarget`` fixes bone directions only, so the twist
             about the foot bone is arbitrary (the demo walk's feet are rolled ~80 deg onto
             their sides), which the foot boxes of the simulation cannot stand on.
+        flat_planted: in ``"physical"`` mode ``track`` also pitches each reference foot by one
+            angle for the clip so that its sole is level while planted (``level_feet``): a
+            retargeted sole that points its toes at the floor stands the simulated stance foot
+            on its toe tip, the centre of pressure there braking the body (measured, Bandai-Namco
+            walk 001 with ``balance.STEPPING``: down at 3.0 s without, 6.8 s with).
         ground_reference: ``track`` shifts the reference root vertically so that, frame by frame,
             the lowest sole point of the feet is on the floor (z = 0), smoothed over 0.1 s.
             Retargeted clips often float (or sink) a few cm; a root assist toward a floating
@@ -133,6 +138,7 @@ class TrackingSettings:
     assist_i_time: float = 0.5
     assist_i_max: float = 0.03
     level_feet: bool = True
+    flat_planted: bool = True
     ground_reference: bool = True
     fall_root_ratio: float = 0.5
     fall_head_height: float = 0.6
@@ -515,7 +521,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     if loops > 1:
         ref = loop_motion(ref, loops)
     if settings.level_feet:
-        ref = level_feet(ref, body, constant=mode == "physical")
+        ref = level_feet(ref, body, constant=mode == "physical",
+                         flat_planted=mode == "physical" and settings.flat_planted)
     if settings.ground_reference:
         ref = ground_motion(ref, body)
     F, dt = ref.n_frames, 1.0 / ref.fps
@@ -582,7 +589,8 @@ def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
     return np.array(joints), np.array(pts)
 
 
-def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Motion:
+def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False,
+               flat_planted: bool = False) -> Motion:
     """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
     so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
 
@@ -593,7 +601,16 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Mo
     ``constant``: one twist per segment for the whole clip (the circular mean, weighted toward
     frames where the bone is near horizontal) instead of one per frame: while a bone points
     steeply down the per-frame twist is ill-defined, and the demo walk's swinging foot spun a
-    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one)."""
+    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one).
+
+    ``flat_planted``: each ``*Foot`` also pitched about its own sideways axis by one angle for
+    the whole clip, so that its sole is level (median) while the foot is planted
+    (``_planted_pitch``). ``retarget`` copies the source's ankle -> toe bone direction; where
+    the source rig's toe joint sits lower under its ankle than the body's, the body's planted
+    sole points its toes at the floor (Bandai-Namco walks 001-006: up to 16 deg; the demo
+    walk: 0.8 deg toes up; ``benchmarks/physical_diagnosis.py soles``): the reference stands
+    on its toe tips, and a simulated stance foot following it stands on its toe box, the
+    centre of pressure at the tip braking the body every step."""
     from .character import _segment
     lrot = np.array(motion.lrot)
     up = np.array([0.0, 0.0, 1.0])
@@ -620,9 +637,31 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Mo
                 ang = np.full(len(ang), np.arctan2(np.sum(wgt * np.sin(ang)),
                                                    np.sum(wgt * np.cos(ang))))
             g2 = quat.mul(quat.from_axis_angle(b, ang), g)
+            if flat_planted and body.skeleton.names[j].endswith("Foot"):
+                g2 = quat.mul(g2, _planted_pitch(motion, g2, j))
             lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, level_feet=True))
+
+
+def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
+                   height: float = 0.03) -> np.ndarray:
+    """``(4,)``: the local rotation about foot ``j``'s sideways axis (rest +Y) that levels its
+    sole (rest +X) on the median planted frame; ``g (F, 4)`` the foot's world rotations.
+    Planted: the ankle within ``height`` m of its lowest (5th percentile) height and moving
+    slower than ``speed`` m/s horizontally; the identity when no frame is."""
+    x = motion.gpos[:, j]
+    sp = np.zeros(len(x))
+    if len(x) > 1:
+        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * motion.fps
+        sp[0] = sp[1]
+    planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+    if not planted.any():
+        return quat.identity(())
+    fx = quat.rotate(g[planted], np.array([1.0, 0.0, 0.0]))
+    pitch = float(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0))))
+    # about +Y by the pitch: a sole pointing its toes down (pitch < 0) turns them up
+    return quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), pitch)
 
 
 def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1) -> Motion:
