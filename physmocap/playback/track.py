@@ -64,8 +64,8 @@ class TrackingSettings:
             50 within 6.1 cm (6 mm), and every walk, live or solved, tracks 0.1-1.3 cm closer
             (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
             mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is down at
-            3.0 / 1.7 / 1.7 s at 10 / 30 / 50: ``benchmarks/playback_speed.py
-            physical_iterations``).
+            6.8 / 3.3 / 3.4 s at 10 / 30 / 50, the demo walk up 20 s / down at 15.4 / 6.6 s:
+            ``benchmarks/playback_speed.py physical_iterations``).
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
