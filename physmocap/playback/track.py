@@ -63,9 +63,9 @@ class TrackingSettings:
             (the trunk pitched 20 deg past the reference's, the feet 24 mm into the floor), at
             50 within 6.1 cm (6 mm), and every walk, live or solved, tracks 0.1-1.3 cm closer
             (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
-            mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is down at
-            6.8 / 3.3 / 3.4 s at 10 / 30 / 50, the demo walk up 20 s / down at 15.4 / 6.6 s:
-            ``benchmarks/playback_speed.py physical_iterations``).
+            mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is up its 9.1
+            s / down at 3.4 / 2.5 s at 10 / 30 / 50, the demo walk up 20 s / down at 14.2 /
+            7.1 s: ``benchmarks/playback_speed.py physical_iterations``).
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
@@ -97,7 +97,17 @@ class TrackingSettings:
             angle for the clip so that its sole is level while planted (``level_feet``): a
             retargeted sole that points its toes at the floor stands the simulated stance foot
             on its toe tip, the centre of pressure there braking the body (measured, Bandai-Namco
-            walk 001 with ``balance.STEPPING``: down at 3.0 s without, 6.8 s with).
+            walk 001 with ``balance.STEPPING``: down at 3.0 s without, 6.8 s with, up its
+            9.1 s with ``ground_still`` too).
+        ground_still: m/s; > 0: in ``"physical"`` mode ``track`` grounds the reference by its
+            still feet (``ground_motion``): a foot whose lowest sole point moves slower than
+            this is on the floor. Retargeted by joint angles onto other limb lengths, the
+            Bandai-Namco walks' pushing-off toe reaches 2-4 cm below the landing foot (a still
+            foot's lowest point above 2.8-3.0 cm in a tenth of its still frames, the demo's
+            0.2 cm); grounded by the lowest point, the landing foot hovered, the reference had
+            neither foot planted and the simulated swing started late (measured, 21 runs of
+            Bandai walks with ``STEPPING``, ``benchmarks/physical_diagnosis.py soles``: 10 up
+            for the whole clip instead of 1; 5 / 7 at 0.1 / 0.5 m/s).
         ground_reference: ``track`` shifts the reference root vertically so that, frame by frame,
             the lowest sole point of the feet is on the floor (z = 0), smoothed over 0.1 s.
             Retargeted clips often float (or sink) a few cm; a root assist toward a floating
@@ -139,6 +149,7 @@ class TrackingSettings:
     assist_i_max: float = 0.03
     level_feet: bool = True
     flat_planted: bool = True
+    ground_still: float = 0.2
     ground_reference: bool = True
     fall_root_ratio: float = 0.5
     fall_head_height: float = 0.6
@@ -524,7 +535,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         ref = level_feet(ref, body, constant=mode == "physical",
                          flat_planted=mode == "physical" and settings.flat_planted)
     if settings.ground_reference:
-        ref = ground_motion(ref, body)
+        ref = ground_motion(ref, body, still_speed=settings.ground_still
+                            if mode == "physical" else 0.0)
     F, dt = ref.n_frames, 1.0 / ref.fps
     root = np.empty((F, 3))
     lrot = np.empty((F, len(body), 4))
@@ -664,12 +676,32 @@ def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
     return quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), pitch)
 
 
-def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1) -> Motion:
+def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1,
+                  still_speed: float = 0.0) -> Motion:
     """``motion`` with its root moved vertically so the lowest sole point is at z = 0 in each
-    frame (the offset smoothed with a ``smooth_s`` moving average)."""
+    frame (the offset smoothed with a ``smooth_s`` moving average).
+
+    ``still_speed`` > 0: in frames where a foot's lowest sole point moves slower than this (m/s,
+    horizontally), the lowest still foot is put on the floor instead: a planted foot is on the
+    floor, and a moving one may reach below it (a pushing-off toe retargeted onto other limb
+    lengths: ``TrackingSettings.ground_still``)."""
     joints, pts = sole_points(body)
-    z = (motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts))[..., 2]
+    P = motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts)
+    z = P[..., 2]
     off = -z.min(axis=1)
+    if still_speed > 0 and motion.n_frames > 1:
+        f = np.arange(motion.n_frames)
+        still = []                             # per foot: its lowest point's height if still
+        for side in foot_joints(body):
+            m = np.isin(joints, side)
+            k = np.flatnonzero(m)[np.argmin(z[:, m], axis=1)]     # the foot's lowest point
+            sp = np.empty(len(f))              # that point's horizontal speed, m/s
+            sp[1:] = np.linalg.norm(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2],
+                                    axis=-1) * motion.fps
+            sp[0] = sp[1]
+            still.append(np.where(sp < still_speed, z[f, k], np.inf))
+        low = np.min(still, axis=0)
+        off = np.where(np.isfinite(low), -low, off)
     w = max(1, int(round(smooth_s * motion.fps)))
     if w > 1 and len(off) > w:
         pad = np.pad(off, (w // 2, w - 1 - w // 2), mode="edge")
