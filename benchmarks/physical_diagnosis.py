@@ -2,7 +2,8 @@
 
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
-                                            [live_headings] [pushes]     (default: all)
+                                            [live_headings] [pushes] [soles]
+                                                                         (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -27,7 +28,13 @@
   for stop and go also whether the body came to rest at the end of each stand;
 * ``pushes``: a standing body started moving (forward, sideways, diagonally) with
   ``STEPPING`` and without each of its recovery options: is it up (and still) after 5 s,
-  and which foot stepped first.
+  and which foot stepped first;
+* ``soles``: the planted soles' pitch of the retargeted Bandai-Namco walks (``track``'s
+  ``flat_planted`` levels it) and how high a still foot stands in them when grounded by the
+  lowest sole point (``ground_still`` grounds them by the still feet); ``STEPPING`` on Bandai
+  walks as retargeted, with levelled soles, and grounded by the still feet too, from several
+  starting frames and mirrored: when the head first drops below 1 m, and how far body and
+  reference walked by then (one run of a falling body says little).
 """
 from __future__ import annotations
 
@@ -126,8 +133,26 @@ def one_leg() -> None:
               f"falls at {', '.join(f'{o * 100:.1f}' for o in fails) or '-'} cm")
 
 
-def prepared(motion, body):
-    return ground_motion(level_feet(motion, body, constant=True), body)
+def prepared(motion, body, as_track: bool = True):
+    """``motion`` as ``track`` prepares a fully physical reference (``as_track``: its planted
+    soles levelled and grounded by its still feet, ``TrackingSettings.flat_planted``,
+    ``ground_still``; the live loop does neither), else as retargeted (feet unrolled,
+    grounded by the lowest sole point)."""
+    still = TrackingSettings().ground_still if as_track else 0.0
+    return ground_motion(level_feet(motion, body, constant=True, flat_planted=as_track), body,
+                         still_speed=still)
+
+
+def bandai_walk(n: int, body):
+    """Bandai-Namco ``dataset-2_walk_normal_{n:03d}`` retargeted onto ``body``, 60 fps."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/"
+                   f"dataset-2_walk_normal_{n:03d}.bvh")
+    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
+             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
+    return resample(retarget(src, body.skeleton, name_map=names), 60.0)
 
 
 def references() -> None:
@@ -150,12 +175,14 @@ def references() -> None:
     mm, _ = run_controller(Controller(db, feats, load_input(
         _resolve("straight_walk", "inputs", "input"))), 10.0)
     refs["motion-matched straight walk"] = retarget(mm, body.skeleton, name_map=names)
-    print("\nreference support on the simulated feet (feet levelled, grounded as track does)")
-    print(f"{'reference':30s} {'single':>6s} {'CoM off med':>11s} {'p90':>6s} {'half w':>6s} "
+    print("\nreference support on the simulated feet (feet unrolled, grounded; + track: planted "
+          "soles levelled, grounded by the still feet, as track does)")
+    print(f"{'reference':36s} {'single':>6s} {'CoM off med':>11s} {'p90':>6s} {'half w':>6s} "
           f"{'roll max':>8s} {'slide max':>9s} {'at':>7s}")
-    for name, ref in refs.items():
-        s = support_summary(support(prepared(ref, body), body))
-        print(f"{name:30s} {s['single_stance_frames'] / ref.fps:5.1f}s "
+    for (name, ref), fp in ((r, fp) for r in refs.items() for fp in (False, True)):
+        s = support_summary(support(prepared(ref, body, fp), body))
+        name = name + (" + track" if fp else "")
+        print(f"{name:36s} {s['single_stance_frames'] / ref.fps:5.1f}s "
               f"{s['com_offset_median_m'] * 100:9.1f}cm {s['com_offset_p90_m'] * 100:4.1f}cm "
               f"{s['sole_half_width_m'] * 100:4.1f}cm {s['sole_roll_max_deg']:7.1f}° "
               f"{s['slide_max_m_s']:7.2f}m/s {s['slide_max_frame'] / ref.fps:6.2f}s")
@@ -164,7 +191,9 @@ def references() -> None:
 def anatomy() -> None:
     body = load_body()
     _, walk = make_demo_capture()
-    ref = prepared(loop_motion(walk, 2), body)
+    # the reference as retargeted (as measured before ``flat_planted`` and ``ground_still``,
+    # which move the figures: 3.5 body weights, 6.5 cm up, 0.31 s in the air with the first)
+    ref = prepared(loop_motion(walk, 2), body, as_track=False)
     sup = support(ref, body)
     W = float(body.total_mass) * 9.81
     dt = 1.0 / ref.fps
@@ -394,11 +423,75 @@ def pushes() -> None:
         print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>19s}" for c in cells))
 
 
+def soles() -> None:
+    from physmocap.matching.database import mirror_motion
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.character import foot_joints
+    from physmocap.playback.track import _planted_pitch, sole_points
+
+    body = load_body()
+    head = body.index("Head")
+    clips = {n: bandai_walk(n, body) for n in range(1, 7)}
+    _, demo = make_demo_capture()
+    joints, pts = sole_points(body)
+    feet = [np.isin(joints, side) for side in foot_joints(body)]
+
+    def still_heights(m):
+        """cm, the lowest sole point of a still foot (< 0.2 m/s) above the floor: p90."""
+        P = m.gpos[:, joints] + quat.rotate(m.grot[:, joints], pts)
+        out = []
+        for f in feet:
+            k = np.flatnonzero(f)[np.argmin(P[:, f, 2], axis=1)]
+            i = np.arange(1, m.n_frames)
+            sp = np.linalg.norm(P[i, k[1:], :2] - P[i - 1, k[1:], :2], axis=-1) * m.fps
+            out.append(P[i, k[1:], 2][sp < 0.2])
+        return 100 * np.percentile(np.concatenate(out), 90)
+
+    print("\nretargeted references: planted sole pitch (deg, toes down < 0; left / right); a "
+          "still foot's lowest point above the floor, p90 (cm), grounded by the lowest sole "
+          "point / by the still feet")
+    for name, m in [("demo walk", demo)] + [(f"walk {n:03d}", c) for n, c in clips.items()]:
+        lev = level_feet(m, body, constant=True)
+        pitch = [np.degrees(2 * np.arctan2(q[1], q[3])) for q in
+                 (_planted_pitch(lev, lev.grot[:, k], k) for k in
+                  (body.index("LeftFoot"), body.index("RightFoot")))]
+        flat = level_feet(m, body, constant=True, flat_planted=True)
+        print(f"  {name:10s} {pitch[0]:6.1f} / {pitch[1]:6.1f}   "
+              f"{still_heights(ground_motion(flat, body)):4.1f} / "
+              f"{still_heights(ground_motion(flat, body, still_speed=0.2)):4.1f}")
+    runs = [(1, 0, False), (1, 30, False), (1, 60, False), (1, 0, True), (2, 0, False),
+            (2, 60, False), (3, 0, False), (3, 60, False), (3, 0, True), (1, 15, False),
+            (1, 45, False), (1, 90, False), (1, 30, True), (4, 0, False), (4, 60, False),
+            (5, 0, False), (5, 60, False), (6, 0, False), (6, 60, False), (2, 0, True),
+            (5, 0, True)]
+    print("STEPPING on Bandai walks (walk number @ first frame, m: mirrored): head below 1 m "
+          "at (s; up: never), body / reference walked by then (m)")
+    for label, fp, still in (("as retargeted", False, 0.0), ("soles levelled", True, 0.0),
+                             ("+ grounded by still feet (track)", True, 0.2)):
+        cells, downs = [], []
+        for n, start, mirror in runs:
+            ref = (mirror_motion(clips[n]) if mirror else clips[n])[start:]
+            res = track(ref, body, "physical", TrackingSettings(
+                balance=True, balance_gains=STEPPING, flat_planted=fp, ground_still=still))
+            low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
+            k = low[0] if len(low) else res.motion.n_frames - 1
+            downs.append(k / res.motion.fps)
+            d = [float(np.linalg.norm(m.root_pos[k, :2] - m.root_pos[0, :2]))
+                 for m in (res.motion, res.reference)]
+            cells.append(f"{n}@{start}{'m' if mirror else ''} "
+                         f"{f'{downs[-1]:.2f}' if len(low) else 'up'} {d[0]:.1f}/{d[1]:.1f}")
+        print(f"  {label}: median {np.median(downs):.2f} s, mean {np.mean(downs):.2f} s, "
+              f"{sum(c.split()[1] == 'up' for c in cells)} up, "
+              f"{sum(d < 1.0 for d in downs)} down within 1 s; "
+              + "; ".join(cells), flush=True)
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes}
+             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes,
+             "soles": soles}
     for part in (sys.argv[1:] or parts):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")

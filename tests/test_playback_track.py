@@ -307,6 +307,129 @@ def test_level_feet_unrolls_feet_and_toes(body):
         np.testing.assert_allclose(out.gpos[0, j], m.gpos[0, j], atol=1e-9)
 
 
+def _sole_pitch(m, j):
+    """deg per frame: how far segment ``j``'s sole (rest +X) points up out of the floor."""
+    x = quat.rotate(m.grot[:, j], np.array([1.0, 0.0, 0.0]))
+    return np.degrees(np.arcsin(np.clip(x[:, 2], -1.0, 1.0)))
+
+
+def pitched_feet(body, F=60, planted=-10.0, lifted=-40.0, rise=0.1):
+    """A standing body, its left foot pitched ``planted`` deg (toes down < 0) about its own
+    sideways axis; the last third of the frames the whole body raised ``rise`` m (not planted),
+    that foot pitched ``lifted`` deg there. The right foot stays level."""
+    sk = body.skeleton
+    lrot = quat.identity((F, len(body)))
+    lift = np.arange(F) >= 2 * F // 3
+    ang = np.radians(np.where(lift, lifted, planted))
+    y = np.array([0.0, 1.0, 0.0])
+    lrot[:, sk.index("LeftFoot")] = quat.from_axis_angle(np.broadcast_to(y, (F, 3)), -ang)
+    root = np.tile(sk.offsets[0], (F, 1))
+    root[lift, 2] += rise
+    return Motion(sk, 60.0, root, lrot), lift
+
+
+def test_level_feet_flat_planted_levels_planted_soles(body):
+    """``flat_planted`` turns each foot by one pitch for the clip, the one that levels its
+    planted frames; the rest keep their pitch relative to it, a level foot is left alone and
+    the ankles do not move."""
+    from physmocap.playback.track import level_feet
+    m, lift = pitched_feet(body)
+    L, R = body.index("LeftFoot"), body.index("RightFoot")
+    np.testing.assert_allclose(_sole_pitch(m, L)[~lift], -10.0, atol=1e-6)
+    out = level_feet(m, body, constant=True, flat_planted=True)
+    np.testing.assert_allclose(_sole_pitch(out, L)[~lift], 0.0, atol=1e-6)
+    np.testing.assert_allclose(_sole_pitch(out, L)[lift], -30.0, atol=1e-6)
+    np.testing.assert_allclose(_sole_pitch(out, R), 0.0, atol=1e-6)
+    np.testing.assert_allclose(out.gpos[:, L], m.gpos[:, L], atol=1e-9)
+    # toes follow their foot (their own rotation unchanged)
+    T = body.index("LeftToes")
+    np.testing.assert_allclose(out.lrot[:, T], m.lrot[:, T], atol=1e-9)
+    # off: the pitch stays
+    off = level_feet(m, body, constant=True)
+    np.testing.assert_allclose(_sole_pitch(off, L)[~lift], -10.0, atol=1e-6)
+
+
+def test_level_feet_flat_planted_needs_a_planted_frame(body):
+    """A foot never planted (always moving faster than 0.3 m/s) keeps its pitch."""
+    from physmocap.playback.track import level_feet
+    m, _ = pitched_feet(body, lifted=-10.0, rise=0.0)
+    root = np.array(m.root_pos)
+    root[:, 0] += np.arange(m.n_frames) / m.fps * 1.0          # 1 m/s forward
+    m = Motion(m.skeleton, m.fps, root, m.lrot)
+    out = level_feet(m, body, constant=True, flat_planted=True)
+    np.testing.assert_allclose(_sole_pitch(out, body.index("LeftFoot")), -10.0, atol=1e-6)
+
+
+def test_track_levels_planted_soles_in_physical_mode_only(body):
+    """``TrackingSettings.flat_planted`` (default on): the physical reference's planted sole is
+    level; the assist mode's reference and ``flat_planted=False`` keep the pitch."""
+    m, lift = pitched_feet(body, F=12, planted=-8.0, lifted=-8.0, rise=0.0)
+    L = body.index("LeftFoot")
+    phys = track(m, body, "physical").reference
+    np.testing.assert_allclose(_sole_pitch(phys, L), 0.0, atol=1e-6)
+    for ref in (track(m, body, "assist").reference,
+                track(m, body, "physical", TrackingSettings(flat_planted=False)).reference):
+        np.testing.assert_allclose(_sole_pitch(ref, L), -8.0, atol=0.5)
+
+
+def test_ground_motion_by_the_still_feet(body):
+    """``still_speed``: the still foot stands on the floor though a moving one reaches 3 cm
+    lower; without it (or with no foot still) the lowest sole point does."""
+    import dataclasses
+    from physmocap.playback.track import ground_motion, sole_points
+    sk = body.skeleton
+    off = np.array(sk.offsets)
+    off[sk.index("RightLowerLeg"), 2] -= 0.03          # the right leg 3 cm longer
+    sk2 = dataclasses.replace(sk, offsets=off)
+    F = 30
+    lrot = quat.identity((F, len(body)))
+    # the right leg turned about the vertical, 6 rad/s: its sole corners sweep the floor
+    lrot[:, sk.index("RightUpperLeg")] = quat.from_axis_angle(
+        np.broadcast_to(np.array([0.0, 0.0, 1.0]), (F, 3)), np.linspace(0.0, 3.0, F))
+    m = Motion(sk2, 60.0, np.tile(sk.offsets[0], (F, 1)), lrot)
+    joints, pts = sole_points(body)
+    right = np.isin(joints, [sk.index("RightFoot"), sk.index("RightToes")])
+
+    def lows(m):
+        z = (m.gpos[:, joints] + quat.rotate(m.grot[:, joints], pts))[..., 2]
+        return z[:, ~right].min(axis=1), z[:, right].min(axis=1)
+
+    left, rgt = lows(ground_motion(m, body, smooth_s=0.0, still_speed=0.2))
+    np.testing.assert_allclose(left, 0.0, atol=1e-9)
+    np.testing.assert_allclose(rgt, -0.03, atol=1e-6)
+    left, rgt = lows(ground_motion(m, body, smooth_s=0.0))
+    np.testing.assert_allclose(rgt, 0.0, atol=1e-9)
+    np.testing.assert_allclose(left, 0.03, atol=1e-6)
+    # no foot still (the body sliding at 1 m/s): the lowest sole point, as without
+    root = np.tile(sk.offsets[0], (F, 1)) + np.arange(F)[:, None] / 60.0 * [1.0, 0.0, 0.0]
+    mv = Motion(sk2, 60.0, root, lrot)
+    np.testing.assert_allclose(ground_motion(mv, body, smooth_s=0.0, still_speed=0.2).root_pos,
+                               ground_motion(mv, body, smooth_s=0.0).root_pos, atol=1e-12)
+
+
+def test_track_grounds_the_physical_reference_by_its_still_feet(body):
+    """``TrackingSettings.ground_still`` (default 0.2 m/s), physical mode only: the left foot
+    stands still, the right one points its toes 20 deg down and sweeps them about (below the
+    left sole): grounded by the still left foot, its ankle at standing height."""
+    sk = body.skeleton
+    F = 12
+    lrot = quat.identity((F, len(body)))
+    lrot[:, sk.index("RightUpperLeg")] = quat.from_axis_angle(
+        np.broadcast_to(np.array([0.0, 0.0, 1.0]), (F, 3)), np.linspace(0.0, 1.2, F))
+    lrot[:, sk.index("RightFoot")] = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]),
+                                                          np.radians(20.0))
+    m = Motion(sk, 60.0, np.tile(sk.offsets[0], (F, 1)), lrot)
+    L = sk.index("LeftFoot")
+    rest = float(sk.rest_positions()[L, 2])
+    z = {k: track(m, body, mode, TrackingSettings(flat_planted=False, ground_still=g)
+                  ).reference.gpos[:, L, 2]
+         for k, mode, g in (("still", "physical", 0.2), ("lowest", "physical", 0.0),
+                            ("assist", "assist", 0.2))}
+    np.testing.assert_allclose(z["still"], rest, atol=1e-6)
+    assert np.all(z["lowest"] > rest + 0.03)
+    np.testing.assert_allclose(z["assist"], z["lowest"], atol=1e-6)
+
+
 def test_a_solved_subject_plays_on_its_own_body(body):
     """A motion on the template's joints with other limb lengths (a solve's output) is simulated
     with the subject's body: the template's joints on those lengths, masses by volume."""

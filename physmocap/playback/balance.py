@@ -63,8 +63,9 @@ headings (12.2-13.9 of the reference's 23.8 m; ``physical_diagnosis.py live_head
 before the velocity term: down at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6
 headings and down at 7.9-10.3 s in the others (before the stopping options: 4.3-12.4 s), and
 it does not quite come to rest (0.3-0.4 m/s at the end of each 3 s stand); the Bandai-Namco
-walk is down at 3.0 s. A reference paced by the body (``live.LivePlayback`` ``follow``,
-``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
+walk stays up its 9.1 s (down at 3.0 s before ``track`` levelled the reference's planted
+soles and grounded it by its still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the body (``live.LivePlayback``
+``follow``, ``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
 longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations
@@ -241,7 +242,7 @@ DRIVES = ("torque", "motors")
 # Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
 # reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
 # Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
-# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk down at 3.0 s.
+# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk up its 9.1 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,

@@ -41,8 +41,8 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 
 MODES = ("assist", "physical")
 # TrackingSettings fields checked apart from the numbers (>= 0), and the numbers that must be > 0
-_NOT_NUMBERS = ("solver_iterations", "level_feet", "ground_reference", "head", "balance",
-                "balance_gains", "joint_min_torque", "stance_speed")
+_NOT_NUMBERS = ("solver_iterations", "level_feet", "flat_planted", "ground_reference", "head",
+                "balance", "balance_gains", "joint_min_torque", "stance_speed")
 _POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height")
 
 
@@ -64,9 +64,9 @@ class TrackingSettings:
             50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
             orientation gains), and every walk, live or solved, tracks 0.1-1.3 cm closer
             (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
-            mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is down at
-            3.0 / 1.7 / 1.7 s at 10 / 30 / 50: ``benchmarks/playback_speed.py
-            physical_iterations``).
+            mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is up its 9.1
+            s / down at 3.4 / 2.5 s at 10 / 30 / 50, the demo walk up 20 s / down at 14.2 /
+            7.1 s: ``benchmarks/playback_speed.py physical_iterations``).
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
@@ -105,6 +105,21 @@ class TrackingSettings:
             so its sole faces the floor. ``retarget`` fixes bone directions only, so the twist
             about the foot bone is arbitrary (the demo walk's feet are rolled ~80 deg onto
             their sides), which the foot boxes of the simulation cannot stand on.
+        flat_planted: in ``"physical"`` mode ``track`` also pitches each reference foot by one
+            angle for the clip so that its sole is level while planted (``level_feet``): a
+            retargeted sole that points its toes at the floor stands the simulated stance foot
+            on its toe tip, the centre of pressure there braking the body (measured, Bandai-Namco
+            walk 001 with ``balance.STEPPING``: down at 3.0 s without, 6.8 s with, up its
+            9.1 s with ``ground_still`` too).
+        ground_still: m/s; > 0: in ``"physical"`` mode ``track`` grounds the reference by its
+            still feet (``ground_motion``): a foot whose lowest sole point moves slower than
+            this is on the floor. Retargeted by joint angles onto other limb lengths, the
+            Bandai-Namco walks' pushing-off toe reaches 2-4 cm below the landing foot (a still
+            foot's lowest point above 2.8-3.0 cm in a tenth of its still frames, the demo's
+            0.2 cm); grounded by the lowest point, the landing foot hovered, the reference had
+            neither foot planted and the simulated swing started late (measured, 21 runs of
+            Bandai walks with ``STEPPING``, ``benchmarks/physical_diagnosis.py soles``: 10 up
+            for the whole clip instead of 1; 5 / 7 at 0.1 / 0.5 m/s).
         ground_reference: ``track`` shifts the reference root vertically so that, frame by frame,
             the lowest sole point of the feet is on the floor (z = 0), smoothed over 0.1 s.
             Retargeted clips often float (or sink) a few cm; a root assist toward a floating
@@ -159,6 +174,8 @@ class TrackingSettings:
     assist_i_time: float = 0.5
     assist_i_max: float = 0.03
     level_feet: bool = True
+    flat_planted: bool = True
+    ground_still: float = 0.2
     ground_reference: bool = True
     stance_speed: float | None = None
     stance_height: float = 0.06
@@ -563,9 +580,11 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     if loops > 1:
         ref = loop_motion(ref, loops)
     if settings.level_feet:
-        ref = level_feet(ref, body, constant=mode == "physical")
+        ref = level_feet(ref, body, constant=mode == "physical",
+                         flat_planted=mode == "physical" and settings.flat_planted)
     if settings.ground_reference:
-        ref = ground_motion(ref, body)
+        ref = ground_motion(ref, body, still_speed=settings.ground_still
+                            if mode == "physical" else 0.0)
     F, dt = ref.n_frames, 1.0 / ref.fps
     root = np.empty((F, 3))
     lrot = np.empty((F, len(body), 4))
@@ -636,7 +655,8 @@ def sole_sides(body: BodyTemplate) -> list[np.ndarray]:
     return [np.flatnonzero(np.isin(joints, side)) for side in foot_joints(body)]
 
 
-def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Motion:
+def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False,
+               flat_planted: bool = False) -> Motion:
     """``motion`` with each foot segment (``*Foot``, then ``*Toes``) twisted about its own bone
     so that its sole normal (rest +Z) is as close to world up as the bone direction allows.
 
@@ -647,7 +667,16 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Mo
     ``constant``: one twist per segment for the whole clip (the circular mean, weighted toward
     frames where the bone is near horizontal) instead of one per frame: while a bone points
     steeply down the per-frame twist is ill-defined, and the demo walk's swinging foot spun a
-    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one)."""
+    full turn about its bone in 0.1 s (harmless with a root assist, a kick without one).
+
+    ``flat_planted``: each ``*Foot`` also pitched about its own sideways axis by one angle for
+    the whole clip, so that its sole is level (median) while the foot is planted
+    (``_planted_pitch``). ``retarget`` copies the source's ankle -> toe bone direction; where
+    the source rig's toe joint sits lower under its ankle than the body's, the body's planted
+    sole points its toes at the floor (Bandai-Namco walks 001-006: up to 16 deg; the demo
+    walk: 0.8 deg toes up; ``benchmarks/physical_diagnosis.py soles``): the reference stands
+    on its toe tips, and a simulated stance foot following it stands on its toe box, the
+    centre of pressure at the tip braking the body every step."""
     from .character import _segment
     lrot = np.array(motion.lrot)
     up = np.array([0.0, 0.0, 1.0])
@@ -674,17 +703,59 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False) -> Mo
                 ang = np.full(len(ang), np.arctan2(np.sum(wgt * np.sin(ang)),
                                                    np.sum(wgt * np.cos(ang))))
             g2 = quat.mul(quat.from_axis_angle(b, ang), g)
+            if flat_planted and body.skeleton.names[j].endswith("Foot"):
+                g2 = quat.mul(g2, _planted_pitch(motion, g2, j))
             lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, level_feet=True))
 
 
-def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1) -> Motion:
+def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
+                   height: float = 0.03) -> np.ndarray:
+    """``(4,)``: the local rotation about foot ``j``'s sideways axis (rest +Y) that levels its
+    sole (rest +X) on the median planted frame; ``g (F, 4)`` the foot's world rotations.
+    Planted: the ankle within ``height`` m of its lowest (5th percentile) height and moving
+    slower than ``speed`` m/s horizontally; the identity when no frame is."""
+    x = motion.gpos[:, j]
+    sp = np.zeros(len(x))
+    if len(x) > 1:
+        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * motion.fps
+        sp[0] = sp[1]
+    planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+    if not planted.any():
+        return quat.identity(())
+    fx = quat.rotate(g[planted], np.array([1.0, 0.0, 0.0]))
+    pitch = float(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0))))
+    # about +Y by the pitch: a sole pointing its toes down (pitch < 0) turns them up
+    return quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), pitch)
+
+
+def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1,
+                  still_speed: float = 0.0) -> Motion:
     """``motion`` with its root moved vertically so the lowest sole point is at z = 0 in each
-    frame (the offset smoothed with a ``smooth_s`` moving average)."""
+    frame (the offset smoothed with a ``smooth_s`` moving average).
+
+    ``still_speed`` > 0: in frames where a foot's lowest sole point moves slower than this (m/s,
+    horizontally), the lowest still foot is put on the floor instead: a planted foot is on the
+    floor, and a moving one may reach below it (a pushing-off toe retargeted onto other limb
+    lengths: ``TrackingSettings.ground_still``)."""
     joints, pts = sole_points(body)
-    z = (motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts))[..., 2]
+    P = motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts)
+    z = P[..., 2]
     off = -z.min(axis=1)
+    if still_speed > 0 and motion.n_frames > 1:
+        f = np.arange(motion.n_frames)
+        still = []                             # per foot: its lowest point's height if still
+        for side in foot_joints(body):
+            m = np.isin(joints, side)
+            k = np.flatnonzero(m)[np.argmin(z[:, m], axis=1)]     # the foot's lowest point
+            sp = np.empty(len(f))              # that point's horizontal speed, m/s
+            sp[1:] = np.linalg.norm(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2],
+                                    axis=-1) * motion.fps
+            sp[0] = sp[1]
+            still.append(np.where(sp < still_speed, z[f, k], np.inf))
+        low = np.min(still, axis=0)
+        off = np.where(np.isfinite(low), -low, off)
     w = max(1, int(round(smooth_s * motion.fps)))
     if w > 1 and len(off) > w:
         pad = np.pad(off, (w // 2, w - 1 - w // 2), mode="edge")
