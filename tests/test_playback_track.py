@@ -109,6 +109,7 @@ def test_stance_floor_holds_through_flight(body):
     (dict(stance_speed=0.0), "stance_speed must be None or a finite number > 0"),
     (dict(stance_speed=True), "stance_speed"),
     (dict(stance_height=0.0), "stance_height must be a finite number > 0"),
+    (dict(ground_still=-0.1), "ground_still must be a finite number >= 0"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):
     with pytest.raises(SettingsError, match=match):

@@ -64,8 +64,9 @@ before the velocity term: down at 1.5-2.5 s); the live stop and go is up 20 s in
 headings and down at 7.9-10.3 s in the others (before the stopping options: 4.3-12.4 s), and
 it does not quite come to rest (0.3-0.4 m/s at the end of each 3 s stand); the Bandai-Namco
 walk stays up its 9.1 s (down at 3.0 s before ``track`` levelled the reference's planted
-soles and grounded it by its still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the body (``live.LivePlayback``
-``follow``, ``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
+soles and grounded it by its still feet: ``TrackingSettings.flat_planted``,
+``ground_still``). A reference paced by the body (``live.LivePlayback`` ``follow``,
+``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
 longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
 from __future__ import annotations

@@ -94,15 +94,19 @@ class Holds:
             return np.asarray(h.point, float)
         return nearest_on_object(self.env.object(h.object), palm)
 
+    def _object_id(self, k: int) -> int | None:
+        """PyBullet body of hold ``k``'s object (``None``: a point hold, or no shape)."""
+        return self.objects.get(self.env.holds[k].object or "")
+
     def _collide(self, k: int, on: bool) -> None:
-        oid = self.objects.get(self.env.holds[k].object or "")
+        oid = self._object_id(k)
         if oid is not None:
             self.char.p.setCollisionFilterPair(self.char.body, oid, self.hand[k] - 1, -1,
                                                int(on), physicsClientId=self.char.client)
 
     def _clear(self, k: int) -> bool:
         """Hand ``k``'s collision shape does not touch its hold's object."""
-        oid = self.objects.get(self.env.holds[k].object or "")
+        oid = self._object_id(k)
         if oid is None:
             return True
         # closest points are computed whatever the collision filter says

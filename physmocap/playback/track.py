@@ -40,10 +40,19 @@ from .environment import Holds, add_objects
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
 
 MODES = ("assist", "physical")
-# TrackingSettings fields checked apart from the numbers (>= 0), and the numbers that must be > 0
-_NOT_NUMBERS = ("solver_iterations", "level_feet", "flat_planted", "ground_reference", "head",
-                "balance", "balance_gains", "joint_min_torque", "stance_speed")
-_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height")
+# TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
+_MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0),
+                  "stance_speed": (0.5, None)}
+# fields checked apart from the numbers (>= 0), and the numbers that must be > 0
+_NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
+                "balance_gains", *_MODE_DEFAULTS)
+_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height", "stance_speed")
+
+
+def _bad_number(v, positive: bool) -> bool:
+    """``v`` is not a finite number ``>= 0`` (``> 0`` if ``positive``)."""
+    return (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or v < 0 or (positive and v == 0))
 
 
 @dataclass(frozen=True)
@@ -193,41 +202,38 @@ class TrackingSettings:
             if f.name in _NOT_NUMBERS:
                 continue
             v = getattr(self, f.name)
-            positive = f.name in _POSITIVE
-            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                    or v < 0 or (positive and v == 0)):
+            if _bad_number(v, f.name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
-                                    f"{'> 0' if positive else '>= 0'}, got {v!r}")
-        for name, positive in (("joint_min_torque", False), ("stance_speed", True)):
+                                    f"{'> 0' if f.name in _POSITIVE else '>= 0'}, got {v!r}")
+        for name in ("joint_min_torque", "stance_speed"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                  or not math.isfinite(v) or v < 0 or (positive and v == 0)):
+            if v is not None and _bad_number(v, name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
-                                    f"{'> 0' if positive else '>= 0'}, got {v!r}")
+                                    f"{'> 0' if name in _POSITIVE else '>= 0'}, got {v!r}")
         it = self.solver_iterations
         if it is not None and (isinstance(it, bool) or not isinstance(it, int) or it < 1):
             raise SettingsError(f"TrackingSettings: solver_iterations must be None or an int "
                                 f">= 1, got {it!r}")
 
+    def _for_mode(self, name: str, mode: str):
+        """Setting ``name`` as set, or its default in ``mode`` (``_MODE_DEFAULTS``)."""
+        v = getattr(self, name)
+        return _MODE_DEFAULTS[name][MODES.index(mode)] if v is None else v
+
     def iterations(self, mode: str) -> int:
         """The solver iterations used in ``mode`` (``solver_iterations`` or its default)."""
-        if self.solver_iterations is not None:
-            return int(self.solver_iterations)
-        return 50 if mode == "assist" else 10
+        return int(self._for_mode("solver_iterations", mode))
 
     def min_torque(self, mode: str) -> float:
         """N·m, the joint motors' torque floor in ``mode`` (``joint_min_torque`` or its
         default)."""
-        if self.joint_min_torque is not None:
-            return float(self.joint_min_torque)
-        return 60.0 if mode == "assist" else 30.0
+        return float(self._for_mode("joint_min_torque", mode))
 
     def stance(self, mode: str) -> float | None:
         """m/s, the stance speed of the reference's grounding in ``mode`` (``stance_speed`` or
         its default); ``None``: ground by the lowest sole point of every frame."""
-        if self.stance_speed is not None:
-            return float(self.stance_speed)
-        return 0.5 if mode == "assist" else None
+        v = self._for_mode("stance_speed", mode)
+        return None if v is None else float(v)
 
 
 def _subtree_mass(body: BodyTemplate) -> np.ndarray:
@@ -710,6 +716,16 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False,
                   dict(motion.meta, level_feet=True))
 
 
+def _step_speed(steps: np.ndarray, fps: float) -> np.ndarray:
+    """``(F,)`` m/s from ``steps (F - 1, 2)``, the horizontal moves between frames (the first
+    frame takes the second's speed)."""
+    sp = np.zeros(len(steps) + 1)
+    if len(steps):
+        sp[1:] = np.linalg.norm(steps, axis=-1) * fps
+        sp[0] = sp[1]
+    return sp
+
+
 def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
                    height: float = 0.03) -> np.ndarray:
     """``(4,)``: the local rotation about foot ``j``'s sideways axis (rest +Y) that levels its
@@ -717,10 +733,7 @@ def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
     Planted: the ankle within ``height`` m of its lowest (5th percentile) height and moving
     slower than ``speed`` m/s horizontally; the identity when no frame is."""
     x = motion.gpos[:, j]
-    sp = np.zeros(len(x))
-    if len(x) > 1:
-        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * motion.fps
-        sp[0] = sp[1]
+    sp = _step_speed(np.diff(x[:, :2], axis=0), motion.fps)
     planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
     if not planted.any():
         return quat.identity(())
@@ -746,13 +759,9 @@ def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1,
     if still_speed > 0 and motion.n_frames > 1:
         f = np.arange(motion.n_frames)
         still = []                             # per foot: its lowest point's height if still
-        for side in foot_joints(body):
-            m = np.isin(joints, side)
-            k = np.flatnonzero(m)[np.argmin(z[:, m], axis=1)]     # the foot's lowest point
-            sp = np.empty(len(f))              # that point's horizontal speed, m/s
-            sp[1:] = np.linalg.norm(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2],
-                                    axis=-1) * motion.fps
-            sp[0] = sp[1]
+        for side in sole_sides(body):
+            k = side[np.argmin(z[:, side], axis=1)]                # the foot's lowest point
+            sp = _step_speed(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2], motion.fps)
             still.append(np.where(sp < still_speed, z[f, k], np.inf))
         low = np.min(still, axis=0)
         off = np.where(np.isfinite(low), -low, off)
@@ -793,9 +802,11 @@ class StanceFloor:
             self.offset = -low
             return self.offset
         v = np.hypot(*(pts[:, :2] - prev[:, :2]).T) / self.dt
-        zs = [float(pts[s, 2].min()) for s in self.sides
-              if float(v[s].min()) < self.speed and float(pts[s, 2].min()) + self.offset
-              < self.height]
+        zs = []                                   # the lowest corner of each foot in stance
+        for s in self.sides:
+            z = float(pts[s, 2].min())
+            if float(v[s].min()) < self.speed and z + self.offset < self.height:
+                zs.append(z)
         if zs:
             self.offset = -min(zs)
         return self.offset
