@@ -95,3 +95,46 @@ def test_pelvis_chest_and_feet_face_the_way_the_body_walks(data_dir, clip):
     # and the left hip is on the body's left
     left = out.gpos[moving, sk.index("LeftUpperLeg"), :2] - out.gpos[moving, 0, :2]
     assert np.median(walk[:, 0] * left[:, 1] - walk[:, 1] * left[:, 0]) > 0
+
+
+def _planted_sole_pitch(motion, sk, side: str) -> float:
+    """deg, the median pitch of a foot's sole (rest +X) over the frames its ankle is low (within
+    3 cm of its 5th-percentile height) and slow (< 0.3 m/s): > 0 toes up."""
+    from physmocap import quat
+    j = sk.index(side + "Foot")
+    x = motion.gpos[:, j]
+    sp = np.r_[0.0, np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * motion.fps]
+    planted = (x[:, 2] < np.percentile(x[:, 2], 5) + 0.03) & (sp < 0.3)
+    fx = quat.rotate(motion.grot[planted, j], np.array([1.0, 0.0, 0.0]))
+    return float(np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0)))))
+
+
+def test_a_first_frame_on_its_toes_does_not_tilt_the_planted_foot(data_dir):
+    """Bandai-Namco's rest pose is not a standing pose, so a frame of the clip is the reference
+    pose, and ``corrections`` makes its feet flat on the target. walk-turn-left_001 starts with
+    its right foot on its toes (ankle-to-toe bone 80 deg down; 40 while planted): without
+    ``planted_feet`` every planted right foot stood 40 deg toes up on its heel."""
+    from physmocap.matching.retarget import reference_pose
+    path = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk-turn-left_normal_001.bvh"
+    src = read_bvh(data_dir / path)
+    sk = load_body().skeleton
+    out = retarget(src, sk)
+    pitch = {s: _planted_sole_pitch(out, sk, s) for s in ("Left", "Right")}
+    assert all(abs(p) < 8.0 for p in pitch.values()), pitch
+    assert abs(pitch["Left"] - pitch["Right"]) < 5.0, pitch
+    # the frame alone, as before: the right foot stands on its heel
+    first = reference_pose(src.skeleton, src.meta.get("up") or "z", src.lrot[0], sk)
+    old = retarget(src, sk, source_rest=first)
+    assert _planted_sole_pitch(old, sk, "Right") > 25.0
+
+
+def test_planted_feet_needs_both_hips_and_a_planted_frame():
+    """No heading without both hips, no mean without a planted frame: the pose is left as is."""
+    from physmocap import quat
+    from physmocap.matching.retarget import planted_feet
+    sk = Skeleton(["Hips", "LeftFoot"], np.array([-1, 0]), np.array([[0, 0, 1.0], [0, 0, -1.0]]))
+    pose = quat.normalize(np.array([[0, 0, 0, 1.0], [0.1, 0, 0, 1.0]]))
+    lrot = np.broadcast_to(pose, (10, 2, 4))
+    root = np.zeros((10, 3))
+    out = planted_feet(sk, pose, lrot, root, 60.0, {"Hips": 0, "LeftFoot": 1})
+    assert np.array_equal(out, pose)

@@ -17,7 +17,7 @@ from ..errors import UnknownNameError, known_list
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
-__all__ = ["retarget", "corrections", "reference_pose", "HUMANOID_NAME_MAP"]
+__all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -177,16 +177,77 @@ def corrections(source: Skeleton, target: Skeleton, name_map: dict[str, str] | N
 
 
 def reference_pose(skeleton: Skeleton, up: str, first_pose: np.ndarray, target: Skeleton,
-                   name_map: dict[str, str] | None = None) -> np.ndarray | None:
+                   name_map: dict[str, str] | None = None, motion: tuple | None = None
+                   ) -> np.ndarray | None:
     """``(J_s, 4)`` local rotations of the source pose that ``corrections`` aligns: ``None``
     (the file's rest pose) when that is a standing pose, else ``first_pose`` (a frame of the
-    motion; e.g. Bandai-Namco files, whose rest pose spreads the legs along the spine's axis)."""
+    motion; e.g. Bandai-Namco files, whose rest pose spreads the legs along the spine's axis).
+
+    ``motion``: ``(lrot (F, J_s, 4), root_pos (F, 3) m, fps)`` of the source (Z up), or
+    ``None``. Given, the feet and toes of ``first_pose`` take the orientation they have on
+    average while planted in it (``planted_feet``): ``corrections`` makes the reference pose's
+    feet flat on the target, and a first frame that stands one foot on its toes (Bandai-Namco
+    ``walk-turn-left_001``: the right ankle-to-toe bone 80 degrees down, 40 while planted)
+    would otherwise stand that foot on its heel, 40 degrees toes up, in every frame."""
     rest = quat.identity((1, len(skeleton)))
     rest[0, 0] = quat.from_matrix(up_to_zup_matrix(up or "z"))
     gp = forward_kinematics(skeleton, rest, np.zeros((1, 3)))[0][0]
     src_index = joint_map(skeleton, target, name_map)
     idx = {n: int(src_index[i]) for i, n in enumerate(target.names)}
-    return None if _upright(gp, idx) else np.array(first_pose, float)
+    if _upright(gp, idx):
+        return None
+    pose = np.array(first_pose, float)
+    if motion is not None:
+        pose = planted_feet(skeleton, pose, *motion, idx)
+    return pose
+
+
+def _headings(gpos: np.ndarray, idx: dict) -> np.ndarray | None:
+    """``(..., 4)`` the body's heading (a rotation about Z) from its hips' lateral axis in
+    positions ``gpos (..., J, 3)``; ``None`` without both hips."""
+    if min(idx.get(n, -1) for n in ("LeftUpperLeg", "RightUpperLeg")) < 0:
+        return None
+    lat = gpos[..., idx["LeftUpperLeg"], :] - gpos[..., idx["RightUpperLeg"], :]   # to the left
+    yaw = np.arctan2(-lat[..., 0], lat[..., 1])                # forward = lat x Z
+    return quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), yaw)
+
+
+def planted_feet(skeleton: Skeleton, pose: np.ndarray, lrot: np.ndarray, root_pos: np.ndarray,
+                 fps: float, idx: dict, height: float = 0.03, speed: float = 0.3
+                 ) -> np.ndarray:
+    """``pose (J_s, 4)`` with each foot and toe joint (``idx``: HumanBodyBones -> source index)
+    turned, relative to the pose's heading, to the mean orientation it has relative to the
+    body's heading in the motion's planted frames (``lrot (F, J_s, 4)``, ``root_pos (F, 3)``
+    m, ``fps``; Z up): the foot's joint within ``height`` m of its lowest (5th percentile)
+    height and moving slower than ``speed`` m/s. A foot planted in no frame is left as is."""
+    gp, gr = forward_kinematics(skeleton, np.asarray(lrot, float), np.asarray(root_pos, float))
+    head = _headings(gp, idx)
+    if head is None or len(gp) < 2:
+        return pose
+    pose = np.array(pose, float)
+    for side in ("Left", "Right"):
+        jf = idx.get(side + "Foot", -1)
+        if jf < 0:
+            continue
+        x = gp[:, jf]
+        sp = np.zeros(len(x))
+        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * fps
+        sp[0] = sp[1]
+        planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+        if not planted.any():
+            continue
+        for j in (jf, idx.get(side + "Toes", -1)):
+            if j < 0:
+                continue
+            rel = quat.mul(quat.conj(head[planted]), gr[planted, j])
+            rel = rel * np.where(rel @ rel[0] < 0, -1.0, 1.0)[:, None]     # one hemisphere
+            mean = quat.normalize(rel.mean(axis=0))
+            gp0, gr0 = (a[0] for a in forward_kinematics(skeleton, pose[None],
+                                                            np.zeros((1, 3))))
+            want = quat.mul(_headings(gp0, idx), mean)
+            par = skeleton.parents[j]
+            pose[j] = want if par < 0 else quat.mul(quat.conj(gr0[par]), want)
+    return quat.normalize(pose)
 
 
 def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None = None,
@@ -204,7 +265,8 @@ def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None =
     """
     if source_rest is None:
         source_rest = reference_pose(source.skeleton, source.meta.get("up") or "z",
-                                     source.lrot[0], target, name_map)
+                                     source.lrot[0], target, name_map,
+                                     motion=(source.lrot, source.root_pos, source.fps))
     src_index, pre = corrections(source.skeleton, target, name_map,
                                  source.meta.get("up") or "z", source_rest)
     F = source.n_frames

@@ -133,6 +133,16 @@ def _hips_height(db) -> float:
     return float(np.median(db.lpos[:, 1, 2]))
 
 
+def _database_motion(db) -> tuple:
+    """``(lrot (F, J, 4), hips (F, 3) m, fps)``: the database's poses on its output skeleton
+    (``output_skeleton``: the hips the root, in the world), as ``retarget.reference_pose``
+    takes them."""
+    lrot = np.array(db.lrot[:, 1:])
+    lrot[:, 0] = quat.mul(db.lrot[:, 0], db.lrot[:, 1])
+    hips = np.asarray(db.lpos[:, 0]) + quat.rotate(db.lrot[:, 0], db.lpos[:, 1])
+    return lrot, hips, float(db.fps)
+
+
 def standing_frame(db) -> int:
     """The database frame to retarget from when its files' rest pose is not a standing pose:
     the first clip's first frame if it stands (hips within 5 % of the highest any clip start
@@ -207,7 +217,8 @@ class LivePlayback:
             controller.source = _BodyPaced(controller.source, self)
         self.retarget = FrameRetargeter(
             src, self.body.skeleton, h_t / h_s if h_s > 1e-6 else 1.0, 0.0, up=db.up,
-            source_rest=reference_pose(src, db.up, first, self.body.skeleton))
+            source_rest=reference_pose(src, db.up, first, self.body.skeleton,
+                                       motion=_database_motion(db)))
         self.tracker = Tracker(self.body, mode, settings, environment)
         self.dt = controller.dt
         self._feet = _FrameFeet(self.body, steady=mode == "physical")

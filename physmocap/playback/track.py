@@ -865,7 +865,8 @@ class FrameRetargeter:
         up = motion.meta.get("up") or "z"
         return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
                    float(np.min(motion.gpos[..., 2])), name_map, up,
-                   reference_pose(motion.skeleton, up, motion.lrot[0], target, name_map))
+                   reference_pose(motion.skeleton, up, motion.lrot[0], target, name_map,
+                                  motion=(motion.lrot, motion.root_pos, motion.fps)))
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
