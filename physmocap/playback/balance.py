@@ -58,11 +58,13 @@ recovery steps; each option removes one measured way they failed (``BalanceSetti
 
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
-first frame; the live straight walk (from standing) walks 20 s without a fall in each of six
-headings (12.2-13.9 of the reference's 23.8 m; ``physical_diagnosis.py live_headings``;
-before the velocity term: down at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6
-headings and down at 7.9-10.3 s in the others (before the stopping options: 4.3-12.4 s), and
-it does not quite come to rest (0.3-0.4 m/s at the end of each 3 s stand); the Bandai-Namco
+first frame; the live straight walk (from standing, its reference's feet level and grounded
+by its still feet) walks 20 s without a fall in each of six headings (10.8-11.3 of the
+reference's 23.8 m; ``physical_diagnosis.py live_headings``; before the velocity term: down
+at 1.5-2.5 s); the live stop and go is up 20 s in 2 of 6 headings and down at 4.8-9.9 s in
+the others, and it does not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
+2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
+straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco
 walk stays up its 9.1 s (down at 3.0 s before ``track`` levelled the reference's planted
 soles and grounded it by its still feet: ``TrackingSettings.flat_planted``,
 ``ground_still``). A reference paced by the body (``live.LivePlayback`` ``follow``,
@@ -243,7 +245,7 @@ DRIVES = ("torque", "motors")
 # Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
 # reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
 # Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
-# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk up its 9.1 s.
+# without a fall; the live stop and go in 2 of 6 headings; the Bandai walk up its 9.1 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,

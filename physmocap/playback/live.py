@@ -6,8 +6,9 @@ Each frame, in one loop (``LivePlayback.step``):
 2. ``FrameRetargeter`` maps it onto the body template (the simulated body's skeleton);
 3. the pose is prepared the way ``track`` prepares a whole clip, but causally: the feet are
    unrolled about their bones (``level_feet``) and the root is moved vertically so that the
-   lowest sole point of the feet in stance is on the floor (``StanceFloor``; in physical mode
-   the lowest of either foot), the offset smoothed by a one-pole filter (``ground_s``);
+   lowest sole point of the feet in stance is on the floor (``StanceFloor``: slower than 0.5
+   m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``), the offset
+   smoothed by a one-pole filter (``ground_s``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
 In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
@@ -154,7 +155,9 @@ def standing_frame(db) -> int:
     was down at 1.1 s (fully physical, ``STEPPING``); from the most upright start, 1.8 cm and
     down at 1.9 s. A standing first clip keeps its own start: ``STEPPING``'s 20 s walks were
     measured from it, and are that fragile -- from the starts of two other walk clips (the most
-    upright, the most typical) the straight walk was down at 2.0 / 2.3 s."""
+    upright, the most typical) the straight walk was down at 2.0 / 2.3 s (measured while the
+    frame's own feet were the reference's: the first clip's right foot on its toes stood every
+    live right foot 43 deg toes up; ``retarget.planted_feet`` now levels them)."""
     from ..matching.controller import output_skeleton
     from ..skeleton import forward_kinematics
     starts = np.asarray(db.range_starts, int)

@@ -42,7 +42,7 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
 _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0),
-                  "stance_speed": (0.5, None)}
+                  "stance_speed": (0.5, 0.2)}
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", *_MODE_DEFAULTS)
@@ -138,8 +138,11 @@ class TrackingSettings:
             moves slower than ``stance_speed`` horizontally and its lowest corner is within
             ``stance_height`` of the floor; with no foot in stance (a run's flight) the offset
             is held (``StanceFloor``). ``stance_speed=None``: 0.5 m/s in ``"assist"`` mode,
-            off (the lowest sole point of every frame) in ``"physical"`` mode
-            (``stance(mode)``). Grounding by the lowest sole of every frame takes a run's
+            0.2 m/s in ``"physical"`` mode (``stance(mode)``; the live form of
+            ``ground_still``: grounded by the lowest sole point of every frame, the landing
+            foot hovered over a pushing-off toe that reaches below it, and ``STEPPING`` fell
+            on the live straight walk at 1.8-2.4 s; grounded by the still feet it walks 20 s
+            in each of six headings, ``benchmarks/physical_diagnosis.py live_headings``). Grounding by the lowest sole of every frame takes a run's
             flight out: the lower foot is pulled onto the floor while it swings forward at
             running speed (live run: reference soles within 1 cm of the floor moving at 1.3
             m/s; the reference's centre of mass 8.5 m/s² off free fall, on average, in its
@@ -158,7 +161,7 @@ class TrackingSettings:
             motors: ``BalanceSettings.drive``); ``False`` (default): the position motors of
             ``"assist"`` mode toward the reference, no balance feedback. Off by default: only
             ``balance.STEPPING`` keeps a walk up (the demo walk and the live straight walk, 20
-            s; the live stop and go in 3 of 6 headings: README, "Measured"), and it tracks
+            s; the live stop and go in 2 of 6 headings: README, "Measured"), and it tracks
             joint angles looser than the stiff motors (standing 1.2 cm instead of 0.2 cm).
         balance_gains: ``balance.BalanceSettings`` (also the floor's friction in physical
             mode with ``balance``).
