@@ -3,7 +3,7 @@
     python benchmarks/physical_diagnosis.py [numerics] [one_leg] [references] [anatomy]
                                             [start_phase] [live_start] [live_paced]
                                             [live_headings] [pushes] [soles]
-                                                                         (default: all)
+                                            [live_reference]             (default: all)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -26,6 +26,9 @@
   the whole task turned to six headings (the input's camera and the start facing): the same
   walk in other floating-point conditions, since one run of a falling body says little;
   for stop and go also whether the body came to rest at the end of each stand;
+* ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
+  retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
+  ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
 * ``pushes``: a standing body started moving (forward, sideways, diagonally) with
   ``STEPPING`` and without each of its recovery options: is it up (and still) after 5 s,
   and which foot stepped first;
@@ -386,6 +389,46 @@ def live_headings() -> None:
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
 
+def live_reference() -> None:
+    """``STEPPING`` on the live walking inputs retargeted from other clips' first frames."""
+    import dataclasses
+
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback, standing_frame
+    from physmocap.scene import _resolve
+
+    body = load_body()
+    head = body.index("Head")
+    db, feats = live_database()
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    starts = [int(k) for k in db.range_starts]
+    print("\nlive, retargeted from a clip's first frame: STEPPING head below 1 m at (s; 20 s, "
+          f"headings 0 / 2 rad); * the default (standing_frame: {standing_frame(db)})")
+    for c in (0, 6, 12, 15):
+        row = []
+        for name in ("straight_walk", "stop_and_go"):
+            downs = []
+            for yaw in (0.0, 2.0):
+                src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
+                                          camera_yaw=yaw, initial_yaw=yaw)
+                ctrl = Controller(db, feats, src, start_yaw=yaw)
+                down = None
+                with LivePlayback(ctrl, body, "physical", s, reference_frame=starts[c]) as lp:
+                    ch = lp.tracker.char
+                    for i in range(int(20.0 / ctrl.dt)):
+                        lp.step()
+                        z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+                        if z < 1.0:
+                            down = (i + 1) * ctrl.dt
+                            break
+                downs.append("never" if down is None else f"{down:.1f}")
+            row.append(f"{name} {'/'.join(downs)}")
+        star = "*" if starts[c] == standing_frame(db) else " "
+        print(f"  {star}{db.clip_names[c]:38s} " + " | ".join(row), flush=True)
+
+
 def pushes() -> None:
     """A standing reference, the body started at a velocity (a reference that stopped dead
     under a moving body), ``STEPPING`` and without each of its recovery options: up after 5
@@ -490,7 +533,8 @@ if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
-             "live_paced": live_paced, "live_headings": live_headings, "pushes": pushes,
+             "live_paced": live_paced, "live_headings": live_headings,
+             "live_reference": live_reference, "pushes": pushes,
              "soles": soles}
     for part in (sys.argv[1:] or parts):
         if part not in parts:

@@ -190,12 +190,29 @@ def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):
 
 @pytest.mark.parametrize("kw, match", [({"follow": -0.1}, "follow must be None or a finite"),
                                        ({"speed_margin": float("nan")}, "speed_margin must be"),
-                                       ({"speed_filter_s": 0.0}, "speed_filter_s must be > 0")])
+                                       ({"speed_filter_s": 0.0}, "speed_filter_s must be > 0"),
+                                       ({"reference_frame": -1}, "reference_frame must be"),
+                                       ({"reference_frame": 1.0}, "reference_frame must be"),
+                                       ({"reference_frame": True}, "reference_frame must be"),
+                                       ({"reference_frame": 10 ** 9}, "frame index 0..")])
 def test_pacing_options_refuse_bad_values(walk_db, project_root, kw, match):
     db, feats = walk_db
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")
     with pytest.raises(SettingsError, match=match):
         LivePlayback(Controller(db, feats, src), mode="physical", **kw)
+
+
+def test_reference_frame_sets_the_retargeting_pose(walk_db, project_root):
+    """``reference_frame`` replaces ``standing_frame``'s pose: another clip's start gives other
+    corrections (the same frame gives the same ones)."""
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    pre = {}
+    for k in (None, standing_frame(db), int(db.range_starts[-1])):
+        with LivePlayback(Controller(db, feats, src), reference_frame=k) as lp:
+            pre[k] = lp.retarget.pre
+    assert np.array_equal(pre[None], pre[standing_frame(db)])
+    assert not np.allclose(pre[None], pre[int(db.range_starts[-1])])
 
 
 def _stop_and_go(walk_db, project_root, seconds, gains, yaw):

@@ -185,12 +185,15 @@ class LivePlayback:
             yet got going (the live inputs start from standing).
         environment: scene objects and hand holds in the simulated world (world frame of the
             input scene; hold times in seconds from the first frame), see ``environment.py``.
+        reference_frame: the database frame the retargeting's reference pose is taken from
+            when the files' rest pose is not a standing pose (default: ``standing_frame``).
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,
-                 speed_filter_s: float = 0.5, environment: Environment | None = None):
+                 speed_filter_s: float = 0.5, environment: Environment | None = None,
+                 reference_frame: int | None = None):
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
@@ -199,6 +202,11 @@ class LivePlayback:
         if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):
             raise SettingsError(f"LivePlayback: speed_filter_s must be > 0 s, got "
                                 f"{speed_filter_s!r}")
+        n = controller.db.n_frames
+        if reference_frame is not None and (isinstance(reference_frame, bool) or not isinstance(
+                reference_frame, (int, np.integer)) or not 0 <= reference_frame < n):
+            raise SettingsError(f"LivePlayback: reference_frame must be None or a frame index "
+                                f"0..{n - 1}, got {reference_frame!r}")
         self.ctrl = controller
         self.body = body or load_body()
         self.mode = mode
@@ -211,7 +219,8 @@ class LivePlayback:
         # ``retarget.reference_pose``)
         from ..matching.retarget import reference_pose
         db = controller.db
-        first = np.array(db.lrot[standing_frame(db), 1:])
+        k = standing_frame(db) if reference_frame is None else int(reference_frame)
+        first = np.array(db.lrot[k, 1:])
         self.follow = follow
         self.speed_margin = speed_margin
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
