@@ -62,3 +62,15 @@ def demo_solve(tmp_path_factory) -> dict:
                  str(paths["json"]), "--report-html", str(paths["html"]), "-q"])
     assert code == 0
     return paths
+
+
+def planted_sole_pitch(motion, side: str) -> float:
+    """deg, the median pitch of a foot's sole (rest +X) over its ankle's planted frames
+    (``planted_frames``): > 0 toes up."""
+    from physmocap import quat
+    from physmocap.matching.retarget import planted_frames
+    j = motion.skeleton.index(side + "Foot")
+    planted = planted_frames(motion.gpos[:, j], motion.fps)
+    assert planted.sum() > 30
+    fx = quat.rotate(motion.grot[planted, j], np.array([1.0, 0.0, 0.0]))
+    return float(np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0)))))

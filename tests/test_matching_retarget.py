@@ -97,16 +97,18 @@ def test_pelvis_chest_and_feet_face_the_way_the_body_walks(data_dir, clip):
     assert np.median(walk[:, 0] * left[:, 1] - walk[:, 1] * left[:, 0]) > 0
 
 
-def _planted_sole_pitch(motion, sk, side: str) -> float:
-    """deg, the median pitch of a foot's sole (rest +X) over the frames its ankle is low (within
-    3 cm of its 5th-percentile height) and slow (< 0.3 m/s): > 0 toes up."""
-    from physmocap import quat
-    j = sk.index(side + "Foot")
-    x = motion.gpos[:, j]
-    sp = np.r_[0.0, np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * motion.fps]
-    planted = (x[:, 2] < np.percentile(x[:, 2], 5) + 0.03) & (sp < 0.3)
-    fx = quat.rotate(motion.grot[planted, j], np.array([1.0, 0.0, 0.0]))
-    return float(np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0)))))
+def test_planted_frames_are_low_and_slow():
+    from physmocap.matching.retarget import planted_frames
+    t = np.arange(120) / 60.0
+    # a foot that stands for 0.5 s, then swings (fast, and up to 10 cm high), then stands
+    x = np.zeros((120, 3))
+    x[30:90, 0] = np.linspace(0.0, 0.8, 60)          # 0.8 m in 1 s: 0.8 m/s
+    x[90:, 0] = 0.8
+    x[30:90, 2] = 0.1 * np.sin(np.pi * (t[30:90] - 0.5))
+    x[5:10, 2] = 0.02                                # low enough, still: planted
+    p = planted_frames(x, 60.0)
+    assert p[:30].all() and p[91:].all() and not p[31:90].any()
+    assert planted_frames(x[:1], 60.0).tolist() == [True]      # one frame: no speed
 
 
 def test_a_first_frame_on_its_toes_does_not_tilt_the_planted_foot(data_dir):
@@ -114,18 +116,19 @@ def test_a_first_frame_on_its_toes_does_not_tilt_the_planted_foot(data_dir):
     pose, and ``corrections`` makes its feet flat on the target. walk-turn-left_001 starts with
     its right foot on its toes (ankle-to-toe bone 80 deg down; 40 while planted): without
     ``planted_feet`` every planted right foot stood 40 deg toes up on its heel."""
+    from conftest import planted_sole_pitch
     from physmocap.matching.retarget import reference_pose
     path = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk-turn-left_normal_001.bvh"
     src = read_bvh(data_dir / path)
     sk = load_body().skeleton
     out = retarget(src, sk)
-    pitch = {s: _planted_sole_pitch(out, sk, s) for s in ("Left", "Right")}
+    pitch = {s: planted_sole_pitch(out, s) for s in ("Left", "Right")}
     assert all(abs(p) < 8.0 for p in pitch.values()), pitch
     assert abs(pitch["Left"] - pitch["Right"]) < 5.0, pitch
     # the frame alone, as before: the right foot stands on its heel
     first = reference_pose(src.skeleton, src.meta.get("up") or "z", src.lrot[0], sk)
     old = retarget(src, sk, source_rest=first)
-    assert _planted_sole_pitch(old, sk, "Right") > 25.0
+    assert planted_sole_pitch(old, "Right") > 25.0
 
 
 def test_planted_feet_needs_both_hips_and_a_planted_frame():

@@ -152,16 +152,10 @@ def test_live_reference_stands_on_flat_feet(walk_db, project_root):
     right foot stood 43 deg toes up in every frame."""
     db, feats = walk_db
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    from conftest import planted_sole_pitch
     ref = run_live(Controller(db, feats, src), 3.0, mode="assist").result.reference
-    sk = ref.skeleton
     for side in ("Left", "Right"):
-        j = sk.index(side + "Foot")
-        x = ref.gpos[:, j]
-        sp = np.r_[0.0, np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * ref.fps]
-        planted = (x[:, 2] < np.percentile(x[:, 2], 5) + 0.03) & (sp < 0.3)
-        fx = quat.rotate(ref.grot[planted, j], np.array([1.0, 0.0, 0.0]))
-        pitch = np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0))))
-        assert planted.sum() > 30 and abs(pitch) < 8.0, (side, pitch)
+        assert abs(planted_sole_pitch(ref, side)) < 8.0, side
 
 
 def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):

@@ -17,7 +17,8 @@ from ..errors import UnknownNameError, known_list
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
-__all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "HUMANOID_NAME_MAP"]
+__all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "planted_frames",
+           "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -212,14 +213,27 @@ def _headings(gpos: np.ndarray, idx: dict) -> np.ndarray | None:
     return quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), yaw)
 
 
+def planted_frames(x: np.ndarray, fps: float, height: float = 0.03, speed: float = 0.3
+                   ) -> np.ndarray:
+    """``(F,)`` bool: the frames where a foot joint at ``x (F, 3)`` m (Z up) is planted: within
+    ``height`` m of its lowest (5th percentile) height and moving slower than ``speed`` m/s
+    horizontally (the first frame takes the second's speed)."""
+    x = np.asarray(x, float)
+    sp = np.zeros(len(x))
+    if len(x) > 1:
+        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * fps
+        sp[0] = sp[1]
+    return (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+
+
 def planted_feet(skeleton: Skeleton, pose: np.ndarray, lrot: np.ndarray, root_pos: np.ndarray,
                  fps: float, idx: dict, height: float = 0.03, speed: float = 0.3
                  ) -> np.ndarray:
     """``pose (J_s, 4)`` with each foot and toe joint (``idx``: HumanBodyBones -> source index)
     turned, relative to the pose's heading, to the mean orientation it has relative to the
     body's heading in the motion's planted frames (``lrot (F, J_s, 4)``, ``root_pos (F, 3)``
-    m, ``fps``; Z up): the foot's joint within ``height`` m of its lowest (5th percentile)
-    height and moving slower than ``speed`` m/s. A foot planted in no frame is left as is."""
+    m, ``fps``; Z up; ``planted_frames`` of the foot joint). A foot planted in no frame is
+    left as is."""
     gp, gr = forward_kinematics(skeleton, np.asarray(lrot, float), np.asarray(root_pos, float))
     head = _headings(gp, idx)
     if head is None or len(gp) < 2:
@@ -229,11 +243,7 @@ def planted_feet(skeleton: Skeleton, pose: np.ndarray, lrot: np.ndarray, root_po
         jf = idx.get(side + "Foot", -1)
         if jf < 0:
             continue
-        x = gp[:, jf]
-        sp = np.zeros(len(x))
-        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * fps
-        sp[0] = sp[1]
-        planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+        planted = planted_frames(gp[:, jf], fps, height, speed)
         if not planted.any():
             continue
         for j in (jf, idx.get(side + "Toes", -1)):

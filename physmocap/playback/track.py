@@ -733,11 +733,9 @@ def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
                    height: float = 0.03) -> np.ndarray:
     """``(4,)``: the local rotation about foot ``j``'s sideways axis (rest +Y) that levels its
     sole (rest +X) on the median planted frame; ``g (F, 4)`` the foot's world rotations.
-    Planted: the ankle within ``height`` m of its lowest (5th percentile) height and moving
-    slower than ``speed`` m/s horizontally; the identity when no frame is."""
-    x = motion.gpos[:, j]
-    sp = _step_speed(np.diff(x[:, :2], axis=0), motion.fps)
-    planted = (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
+    Planted: ``retarget.planted_frames`` of the ankle; the identity when no frame is."""
+    from ..matching.retarget import planted_frames
+    planted = planted_frames(motion.gpos[:, j], motion.fps, height, speed)
     if not planted.any():
         return quat.identity(())
     fx = quat.rotate(g[planted], np.array([1.0, 0.0, 0.0]))
