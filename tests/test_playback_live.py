@@ -25,6 +25,22 @@ def walk_db(data_dir):
     return db, compute_features(db)
 
 
+def test_swing_clearance_keeps_the_reference_toes_off_the_floor(walk_db, project_root):
+    """Assist mode lifts a swinging reference foot whose sole reaches below 1 cm
+    (``TrackingSettings.swing_clearance``): the retargeted swing toes pass at the floor's
+    height, and the simulated foot following them dragged along it. Measured over 4 s: foot
+    skate 7.9 mm per frame against 24.9 without, tracking 1.14 cm against 1.39."""
+    from physmocap.playback import TrackingSettings
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    rep = {cl: run_live(Controller(db, feats, src), 4.0, mode="assist",
+                        settings=TrackingSettings(swing_clearance=cl)).report()
+           for cl in (None, 0.0)}
+    assert rep[None]["foot_skate_mm"] < 0.5 * rep[0.0]["foot_skate_mm"]
+    assert rep[None]["tracking_error_m"] < rep[0.0]["tracking_error_m"]
+    assert rep[None]["penetration_max_mm"] < 10.0
+
+
 def test_live_walk_tracks_with_bounded_assist(walk_db, project_root):
     db, feats = walk_db
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")

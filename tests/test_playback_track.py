@@ -450,3 +450,45 @@ def test_a_solved_subject_plays_on_its_own_body(body):
 def _other_skeleton():
     from physmocap.skeleton import Skeleton
     return Skeleton(("A", "B"), np.array([-1, 0]), np.array([[0, 0, 1.0], [0, 0, 0.5]]))
+
+
+def test_swing_lift_raises_a_swinging_foot_below_the_clearance(body):
+    """``SwingLift``: a foot whose slowest sole corner moves fast and whose sole is below the
+    clearance has its ankle raised by the shortfall (at most twice the clearance); a slow
+    foot (planted, or pushing off about its toe) and the first frame are left alone."""
+    from physmocap.playback.track import SwingLift, sole_points, sole_sides
+    from physmocap.skeleton import forward_kinematics_frame
+    sk = body.skeleton
+    root = sk.offsets[0].copy()
+    lrot = quat.identity((len(sk),))
+    for side in ("Left", "Right"):                  # knees a little bent, as when walking
+        lrot[sk.index(side + "LowerLeg")] = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), 0.3)
+    joints, pts = sole_points(body)
+    x, g = forward_kinematics_frame(sk, lrot, root)
+    corners = x[joints] + quat.rotate(g[joints], pts)
+    left, right = sole_sides(body)
+    ankle = sk.index("LeftFoot"), sk.index("RightFoot")
+    dt = 1.0 / 60
+    for depth, speed, want in ((0.005, 1.2, 0.015), (0.05, 1.2, 0.02), (0.005, 0.3, 0.0),
+                               (0.005, 0.75, 0.0075)):
+        lift = SwingLift(body, 0.01, dt)
+        c0 = corners.copy()
+        assert np.array_equal(lift(root, lrot, c0), lrot)          # no speed yet
+        c1 = c0.copy()
+        c1[left, 0] += speed * dt                                  # the left foot swings
+        c1[left, 2] += -depth - c1[left, 2].min()                  # its sole below the floor
+        out = lift(root, lrot, c1)
+        y, _ = forward_kinematics_frame(sk, out, root)
+        assert y[ankle[0], 2] - x[ankle[0], 2] == pytest.approx(want, abs=1e-6)
+        assert np.allclose(y[ankle[0], :2], x[ankle[0], :2], atol=1e-6)   # straight up
+        assert np.allclose(y[ankle[1]], x[ankle[1]])               # the still foot stays
+
+
+def test_swing_clearance_per_mode_and_refused_values():
+    s = TrackingSettings()
+    assert (s.clearance("assist"), s.clearance("physical")) == (0.01, 0.0)
+    e = TrackingSettings(swing_clearance=0.02)
+    assert (e.clearance("assist"), e.clearance("physical")) == (0.02, 0.02)
+    for bad in (-0.01, float("nan"), True, "1"):
+        with pytest.raises(SettingsError, match="swing_clearance"):
+            TrackingSettings(swing_clearance=bad)

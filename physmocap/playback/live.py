@@ -8,7 +8,8 @@ Each frame, in one loop (``LivePlayback.step``):
    unrolled about their bones (``level_feet``) and the root is moved vertically so that the
    lowest sole point of the feet in stance is on the floor (``StanceFloor``: slower than 0.5
    m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``), the offset
-   smoothed by a one-pole filter (``ground_s``);
+   smoothed by a one-pole filter (``ground_s``); in assist mode a swinging foot whose sole
+   reaches below 1 cm is lifted (``SwingLift``, ``TrackingSettings.swing_clearance``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
 In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
@@ -39,7 +40,7 @@ from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
 from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
-from .track import FrameRetargeter, StanceFloor, sole_sides
+from .track import FrameRetargeter, StanceFloor, SwingLift, sole_sides
 
 __all__ = ["LivePlayback", "LiveResult", "run_live"]
 
@@ -239,6 +240,8 @@ class LivePlayback:
                                   settings.stance_height, self.dt)
         self._offset = None
         self._started = False
+        cl = settings.clearance(mode)
+        self._lift = SwingLift(self.body, cl, self.dt) if cl > 0 else None
 
     # --- one frame ------------------------------------------------------------------------
 
@@ -256,6 +259,10 @@ class LivePlayback:
             self._offset + self._alpha * (off - self._offset)
         root = np.array(root, float)
         root[2] += self._offset
+        if self._lift is not None:
+            c = np.asarray(corners, float)
+            c[:, 2] += self._offset
+            trot = self._lift(root, trot, c)
         return root, trot
 
     def step(self):
