@@ -42,7 +42,7 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
 _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0),
-                  "stance_speed": (0.5, 0.2)}
+                  "stance_speed": (0.5, 0.2), "joint_lead": (0.008, 0.0)}
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", *_MODE_DEFAULTS)
@@ -93,13 +93,29 @@ class TrackingSettings:
             with 30.
         assist_kp, assist_kd: N/m, N·s/m of the root position assist (per kg of body mass).
         assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist.
-            6000 / 80 (were 3000 / 40): the root's orientation error was the largest part of
-            the live run's tracking error (3.6 deg mean, larger in flight, where only the
-            assist turns the body), and every live input tracks 0.2-0.4 cm closer (README,
-            "Measured"), for 20-30 N·m more mean torque. The assist is an explicit torque at
-            240 Hz on a light pelvis; an earlier body chattered at the clamp while standing
-            still with a damping of 150 (177 N / 400 N·m); the present one stands with 6 N /
-            1 N·m at 80-150.
+            12000 / 160 with ``assist_max_torque`` 800 (were 6000 / 80 / 400, before that
+            3000 / 40): the root's orientation error is still the largest part of the live
+            run's error: at 6000 / 80 / 400 the root 3.0 deg off its reference on average (6
+            deg at the 90th percentile, in flight, where only the assist turns the body),
+            which alone (pose and root position perfect) was 2.1 of the run's 4.0 cm. Measured
+            on the live run (10 s): 12000 / 160 / 800 alone 3.4 cm, with ``joint_lead`` 2.8 cm
+            and 1.2 deg (20000 / 250 / 1200: 2.8 cm too); 12000 / 160 at the 400 N·m clamp
+            3.7 cm. The assist is an explicit torque at 240 Hz on a light pelvis; an earlier
+            body chattered at the clamp while standing still with a damping of 150 (177 N /
+            400 N·m); the present one stands with a few N and N·m at 80-160
+            (``test_standing_stays_standing_with_tiny_assist``).
+        joint_lead: s, or ``None``: 0.008 in ``"assist"`` mode, 0 in ``"physical"`` mode
+            (``lead``). The joint motors' targets lead the reference by this time along its
+            joint velocities (``lrot * exp(omega * lead)``): PyBullet's spherical motors are
+            position-only (``joint_kd``), so a joint following a moving target trails it;
+            measured on the live run, the simulated joints matched the reference of the frame
+            before better than their own (left foot 6.1 against 8.1 deg, upper leg 1.7
+            against 2.8, upper arm 1.1 against 2.8 deg mean); with the lead each matches its
+            own frame best (foot 6.5, upper leg 1.0, upper arm 1.1 deg). Live inputs 10 s,
+            alone: run 4.0 -> 3.5 cm, straight walk 1.4 -> 1.2 cm; 0.006 / 0.010 s with the
+            orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
+            frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
+            keeps 0: its balance controller and ``STEPPING`` were tuned without it.
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -178,10 +194,10 @@ class TrackingSettings:
     joint_min_torque: float | None = None
     assist_kp: float = 200.0
     assist_kd: float = 40.0
-    assist_rot_kp: float = 6000.0
-    assist_rot_kd: float = 80.0
+    assist_rot_kp: float = 12000.0
+    assist_rot_kd: float = 160.0
     assist_max_force: float = 700.0
-    assist_max_torque: float = 400.0
+    assist_max_torque: float = 800.0
     assist_ki: float = 1000.0
     assist_i_time: float = 0.5
     assist_i_max: float = 0.03
@@ -198,6 +214,7 @@ class TrackingSettings:
     head: str = "Head"
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
+    joint_lead: float | None = None
 
     def __post_init__(self):
         # one clear line for a bad value here, not a PyBullet error (or a silent blow-up) later
@@ -208,7 +225,7 @@ class TrackingSettings:
             if _bad_number(v, f.name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
                                     f"{'> 0' if f.name in _POSITIVE else '>= 0'}, got {v!r}")
-        for name in ("joint_min_torque", "stance_speed"):
+        for name in ("joint_min_torque", "stance_speed", "joint_lead"):
             v = getattr(self, name)
             if v is not None and _bad_number(v, name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
@@ -231,6 +248,11 @@ class TrackingSettings:
         """N·m, the joint motors' torque floor in ``mode`` (``joint_min_torque`` or its
         default)."""
         return float(self._for_mode("joint_min_torque", mode))
+
+    def lead(self, mode: str) -> float:
+        """s, the joint motors' lead along the reference's joint velocities in ``mode``
+        (``joint_lead`` or its default)."""
+        return float(self._for_mode("joint_lead", mode))
 
     def stance(self, mode: str) -> float | None:
         """m/s, the stance speed of the reference's grounding in ``mode`` (``stance_speed`` or
@@ -295,6 +317,7 @@ class Tracker:
         self._forces = [[float(t)] * 3 for t in self.max_torque[1:]]
         self._kp = [float(s.joint_kp)] * (self.J - 1)
         self._kd = [float(s.joint_kd)] * (self.J - 1)
+        self._lead = s.lead(mode)
         self.head = self.body.index(s.head)
         self.frame = 0
         self.time = 0.0
@@ -392,8 +415,13 @@ class Tracker:
 
         bal = self.balance
         if bal is None:
+            # position-only motors trail a moving target: lead it along its joint velocities
+            # (``TrackingSettings.joint_lead``; 0 in physical mode, its targets as they were)
+            lead = self._lead
+            target = lrot1 if lead == 0 else \
+                quat.normalize(quat.mul(lrot1, quat.from_scaled_axis(jvel * lead)))
             p.setJointMotorControlMultiDofArray(
-                b, self.char.links, p.POSITION_CONTROL, targetPositions=lrot1[1:].tolist(),
+                b, self.char.links, p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
                 targetVelocities=jvel[1:].tolist(), positionGains=self._kp,
                 velocityGains=self._kd, forces=self._forces, physicsClientId=c)
         else:
