@@ -95,6 +95,39 @@ def test_stance_floor_holds_through_flight(body):
     assert old(frame(0.01, 0.12, 0.05, 0.10)) == pytest.approx(-0.01)
 
 
+def test_stance_floor_a_leaving_foot_is_not_in_stance(body):
+    """A run's pushing-off foot is slow horizontally and near the floor as it leaves it; with
+    ``rise`` it does not count (it lowered the live run's reference 4 cm for a whole flight)."""
+    from physmocap.playback.track import StanceFloor, sole_sides
+    sides = sole_sides(body)
+    L, R = sides
+    dt = 1 / 60
+
+    def frame(zl, zr, xl, xr):
+        c = np.zeros((len(L) + len(R), 3))
+        c[L, 2], c[R, 2] = zl, zr
+        c[L, 0], c[R, 0] = xl, xr
+        return c
+
+    for rise, want in ((None, -0.03), (0.3, 0.0)):
+        fl = StanceFloor(sides, 0.5, 0.06, dt, rise=rise)
+        assert fl(frame(0.0, 0.20, 0.0, 0.0)) == pytest.approx(0.0)      # left foot planted
+        # it pushes off: 3 cm up in a frame (1.8 m/s), 3 mm forward; the right foot swings
+        assert fl(frame(0.03, 0.15, 0.003, 0.05)) == pytest.approx(want)
+    # a planted foot rising slowly (0.18 m/s: the floor under a retargeted sole) still counts
+    fl = StanceFloor(sides, 0.5, 0.06, dt, rise=0.3)
+    fl(frame(0.0, 0.20, 0.0, 0.0))
+    assert fl(frame(0.003, 0.15, 0.0, 0.05)) == pytest.approx(-0.003)
+
+
+def test_stance_rise_per_mode():
+    # assist mode's live reference: a rising foot is not in stance; physical mode keeps the
+    # rule its ``STEPPING`` walks were measured with; an explicit value wins in both
+    s, e = TrackingSettings(), TrackingSettings(stance_rise=0.6)
+    assert (s.rise("assist"), s.rise("physical")) == (0.3, None)
+    assert (e.rise("assist"), e.rise("physical")) == (0.6, 0.6)
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(timestep=0.0), "timestep must be a finite number > 0"),
     (dict(timestep=float("inf")), "timestep"),
@@ -112,6 +145,8 @@ def test_stance_floor_holds_through_flight(body):
     (dict(stance_height=0.0), "stance_height must be a finite number > 0"),
     (dict(joint_lead=-0.001), "joint_lead must be None or a finite number >= 0"),
     (dict(joint_lead=float("inf")), "joint_lead"),
+    (dict(stance_rise=0.0), "stance_rise must be None or a finite number > 0"),
+    (dict(stance_rise="fast"), "stance_rise"),
     (dict(ground_still=-0.1), "ground_still must be a finite number >= 0"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):

@@ -227,7 +227,7 @@ class LivePlayback:
         self._feet = _FrameFeet(self.body, steady=mode == "physical")
         self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
         self._floor = StanceFloor(sole_sides(self.body), settings.stance(mode),
-                                  settings.stance_height, self.dt)
+                                  settings.stance_height, self.dt, settings.rise(mode))
         self._offset = None
         self._started = False
 
