@@ -7,8 +7,9 @@ Each frame, in one loop (``LivePlayback.step``):
 3. the pose is prepared the way ``track`` prepares a whole clip, but causally: the feet are
    unrolled about their bones (``level_feet``) and the root is moved vertically so that the
    lowest sole point of the feet in stance is on the floor (``StanceFloor``: slower than 0.5
-   m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``), the offset
-   smoothed by a one-pole filter (``ground_s``);
+   m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``; in assist mode a
+   foot rising faster than 0.3 m/s, leaving the floor, is not in stance: ``stance_rise``), the
+   offset smoothed by a one-pole filter (``ground_s``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
 In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
