@@ -7,9 +7,10 @@ Each frame, in one loop (``LivePlayback.step``):
 3. the pose is prepared the way ``track`` prepares a whole clip, but causally: the feet are
    unrolled about their bones (``level_feet``) and the root is moved vertically so that the
    lowest sole point of the feet in stance is on the floor (``StanceFloor``: slower than 0.5
-   m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``), the offset
-   smoothed by a one-pole filter (``ground_s``); in assist mode a swinging foot whose sole
-   reaches below 1 cm is lifted (``SwingLift``, ``TrackingSettings.swing_clearance``);
+   m/s in assist mode, 0.2 in physical mode: ``TrackingSettings.stance``; in assist mode a
+   foot rising faster than 0.3 m/s, leaving the floor, is not in stance: ``stance_rise``), the
+   offset smoothed by a one-pole filter (``ground_s``); in assist mode a swinging foot whose
+   sole reaches below 1 cm is lifted (``SwingLift``, ``TrackingSettings.swing_clearance``);
 4. ``Tracker.step`` simulates one frame toward it (PD joint motors, root assist or none).
 
 In fully physical mode the controller may wait for the body (``LivePlayback`` options, off by
@@ -237,7 +238,7 @@ class LivePlayback:
         self._feet = _FrameFeet(self.body, steady=mode == "physical")
         self._alpha = 1.0 - np.exp(-self.dt / ground_s) if ground_s > 0 else 1.0
         self._floor = StanceFloor(sole_sides(self.body), settings.stance(mode),
-                                  settings.stance_height, self.dt)
+                                  settings.stance_height, self.dt, settings.rise(mode))
         self._offset = None
         self._started = False
         cl = settings.clearance(mode)

@@ -42,11 +42,13 @@ __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetarget
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
 _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0),
-                  "stance_speed": (0.5, 0.2), "swing_clearance": (0.01, None)}
+                  "stance_speed": (0.5, 0.2), "swing_clearance": (0.01, None),
+                  "joint_lead": (0.008, 0.0), "stance_rise": (0.3, None)}
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", *_MODE_DEFAULTS)
-_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height", "stance_speed")
+_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height", "stance_speed",
+             "stance_rise")
 
 
 def _bad_number(v, positive: bool) -> bool:
@@ -93,13 +95,29 @@ class TrackingSettings:
             with 30.
         assist_kp, assist_kd: N/m, N·s/m of the root position assist (per kg of body mass).
         assist_rot_kp, assist_rot_kd: N·m/rad, N·m·s/rad of the root orientation assist.
-            6000 / 80 (were 3000 / 40): the root's orientation error was the largest part of
-            the live run's tracking error (3.6 deg mean, larger in flight, where only the
-            assist turns the body), and every live input tracks 0.2-0.4 cm closer (README,
-            "Measured"), for 20-30 N·m more mean torque. The assist is an explicit torque at
-            240 Hz on a light pelvis; an earlier body chattered at the clamp while standing
-            still with a damping of 150 (177 N / 400 N·m); the present one stands with 6 N /
-            1 N·m at 80-150.
+            12000 / 160 with ``assist_max_torque`` 800 (were 6000 / 80 / 400, before that
+            3000 / 40): the root's orientation error is still the largest part of the live
+            run's error: at 6000 / 80 / 400 the root 3.0 deg off its reference on average (6
+            deg at the 90th percentile, in flight, where only the assist turns the body),
+            which alone (pose and root position perfect) was 2.1 of the run's 4.0 cm. Measured
+            on the live run (10 s): 12000 / 160 / 800 alone 3.4 cm, with ``joint_lead`` 2.8 cm
+            and 1.2 deg (20000 / 250 / 1200: 2.8 cm too); 12000 / 160 at the 400 N·m clamp
+            3.7 cm. The assist is an explicit torque at 240 Hz on a light pelvis; an earlier
+            body chattered at the clamp while standing still with a damping of 150 (177 N /
+            400 N·m); the present one stands with a few N and N·m at 80-160
+            (``test_standing_stays_standing_with_tiny_assist``).
+        joint_lead: s, or ``None``: 0.008 in ``"assist"`` mode, 0 in ``"physical"`` mode
+            (``lead``). The joint motors' targets lead the reference by this time along its
+            joint velocities (``lrot * exp(omega * lead)``): PyBullet's spherical motors are
+            position-only (``joint_kd``), so a joint following a moving target trails it;
+            measured on the live run, the simulated joints matched the reference of the frame
+            before better than their own (left foot 6.1 against 8.1 deg, upper leg 1.7
+            against 2.8, upper arm 1.1 against 2.8 deg mean); with the lead each matches its
+            own frame best (foot 6.5, upper leg 1.0, upper arm 1.1 deg). Live inputs 10 s,
+            alone: run 4.0 -> 3.5 cm, straight walk 1.4 -> 1.2 cm; 0.006 / 0.010 s with the
+            orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
+            frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
+            keeps 0: its balance controller and ``STEPPING`` were tuned without it.
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -158,9 +176,18 @@ class TrackingSettings:
             onto other limb lengths, the Bandai-Namco swing toes pass at the floor's height
             (measured, live straight walk: in a third of the simulated feet's contact frames
             the reference's toe corner was at -1 mm moving 65 mm per frame), and the simulated
-            foot following them dragged along the floor: assist tracking of the live walks
-            1.4 -> 1.2 cm, foot skate 27 -> 9 mm per frame (README, "Measured"). Physical mode
-            lifts its own swing foot (``BalanceSettings.clearance``).
+            foot following them dragged along the floor: foot skate of the live walks
+            13.8-25.6 -> 6.9-10.1 mm per frame, tracking within 0.1 cm of before (before the
+            joint lead: 14.6-27.4 -> 6.3-11.1 mm, 1.3-1.8 -> 1.1-1.7 cm; README, "Measured").
+            Physical mode lifts its own swing foot (``BalanceSettings.clearance``).
+        stance_rise: m/s, or ``None``: 0.3 in ``"assist"`` mode, no test in ``"physical"``
+            mode (``rise``; its ``STEPPING`` walks were measured without it). A foot whose
+            lowest sole point rises faster than this is not in stance (``StanceFloor``): a
+            run's pushing-off foot, slow horizontally and still within ``stance_height`` of
+            the floor as it leaves it, counted as standing and lowered the reference 4 cm for
+            the whole flight (live run: its root 6 cm under the simulated body at the top of
+            that flight). Live run, assist mode, 10 s: 2.84 -> 2.65 cm (0.6 / 1.0 m/s: 2.66);
+            the walking inputs within 0.01 cm of before.
         fall_root_ratio, fall_head_height, fall_seconds: the fall rule (see module doc).
         fall_speed: m/s, a root faster than this is a fall at once ("unstable"): a blown-up
             simulation flings the body about, its root and head low only now and then, and
@@ -189,10 +216,10 @@ class TrackingSettings:
     joint_min_torque: float | None = None
     assist_kp: float = 200.0
     assist_kd: float = 40.0
-    assist_rot_kp: float = 6000.0
-    assist_rot_kd: float = 80.0
+    assist_rot_kp: float = 12000.0
+    assist_rot_kd: float = 160.0
     assist_max_force: float = 700.0
-    assist_max_torque: float = 400.0
+    assist_max_torque: float = 800.0
     assist_ki: float = 1000.0
     assist_i_time: float = 0.5
     assist_i_max: float = 0.03
@@ -210,6 +237,8 @@ class TrackingSettings:
     head: str = "Head"
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
+    joint_lead: float | None = None
+    stance_rise: float | None = None
 
     def __post_init__(self):
         # one clear line for a bad value here, not a PyBullet error (or a silent blow-up) later
@@ -220,7 +249,8 @@ class TrackingSettings:
             if _bad_number(v, f.name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
                                     f"{'> 0' if f.name in _POSITIVE else '>= 0'}, got {v!r}")
-        for name in ("joint_min_torque", "stance_speed", "swing_clearance"):
+        for name in ("joint_min_torque", "stance_speed", "swing_clearance", "joint_lead",
+                     "stance_rise"):
             v = getattr(self, name)
             if v is not None and _bad_number(v, name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
@@ -249,6 +279,17 @@ class TrackingSettings:
         default; 0: off)."""
         v = self._for_mode("swing_clearance", mode)
         return 0.0 if v is None else float(v)
+
+    def lead(self, mode: str) -> float:
+        """s, the joint motors' lead along the reference's joint velocities in ``mode``
+        (``joint_lead`` or its default)."""
+        return float(self._for_mode("joint_lead", mode))
+
+    def rise(self, mode: str) -> float | None:
+        """m/s, how fast a reference foot's lowest sole point may rise and still count as in
+        stance in ``mode`` (``stance_rise`` or its default); ``None``: no such test."""
+        v = self._for_mode("stance_rise", mode)
+        return None if v is None else float(v)
 
     def stance(self, mode: str) -> float | None:
         """m/s, the stance speed of the reference's grounding in ``mode`` (``stance_speed`` or
@@ -313,6 +354,7 @@ class Tracker:
         self._forces = [[float(t)] * 3 for t in self.max_torque[1:]]
         self._kp = [float(s.joint_kp)] * (self.J - 1)
         self._kd = [float(s.joint_kd)] * (self.J - 1)
+        self._lead = s.lead(mode)
         self.head = self.body.index(s.head)
         self.frame = 0
         self.time = 0.0
@@ -410,8 +452,13 @@ class Tracker:
 
         bal = self.balance
         if bal is None:
+            # position-only motors trail a moving target: lead it along its joint velocities
+            # (``TrackingSettings.joint_lead``; 0 in physical mode, its targets as they were)
+            lead = self._lead
+            target = lrot1 if lead == 0 else \
+                quat.normalize(quat.mul(lrot1, quat.from_scaled_axis(jvel * lead)))
             p.setJointMotorControlMultiDofArray(
-                b, self.char.links, p.POSITION_CONTROL, targetPositions=lrot1[1:].tolist(),
+                b, self.char.links, p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
                 targetVelocities=jvel[1:].tolist(), positionGains=self._kp,
                 velocityGains=self._kd, forces=self._forces, physicsClientId=c)
         else:
@@ -803,15 +850,18 @@ class StanceFloor:
     Each call takes the sole corners ``(K, 3)`` m (``sole_points``, world) of one frame; a foot
     is in stance when its slowest corner moves slower than ``speed`` m/s horizontally (since
     the previous frame, ``dt`` s) and its lowest corner is within ``height`` m of the floor
-    the current offset puts there. The offset puts the lowest stance corner on the floor; with
-    no foot in stance (flight, or the first frame: the lowest corner of all) it is held. The
-    height test keeps a swing foot slowing at the top of its back swing from counting.
-    ``speed=None``: the lowest corner of every frame (no stance test).
+    the current offset puts there (and, with ``rise``, its lowest corner rises slower than
+    ``rise`` m/s: a foot leaving the floor is not on it). The offset puts the lowest stance
+    corner on the floor; with no foot in stance (flight, or the first frame: the lowest corner
+    of all) it is held. The height test keeps a swing foot slowing at the top of its back
+    swing from counting. ``speed=None``: the lowest corner of every frame (no stance test).
     """
 
-    def __init__(self, sides: list, speed: float | None, height: float, dt: float):
+    def __init__(self, sides: list, speed: float | None, height: float, dt: float,
+                 rise: float | None = None):
         self.sides = [list(map(int, s)) for s in sides]     # corner indices of each foot
         self.speed, self.height, self.dt = speed, float(height), float(dt)
+        self.rise = None if rise is None else float(rise)
         self.offset = None
         self._prev = None
 
@@ -826,7 +876,9 @@ class StanceFloor:
         zs = []                                   # the lowest corner of each foot in stance
         for s in self.sides:
             z = float(pts[s, 2].min())
-            if float(v[s].min()) < self.speed and z + self.offset < self.height:
+            leaving = self.rise is not None and \
+                (z - float(prev[s, 2].min())) / self.dt > self.rise
+            if float(v[s].min()) < self.speed and z + self.offset < self.height and not leaving:
                 zs.append(z)
         if zs:
             self.offset = -min(zs)
