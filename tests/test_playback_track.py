@@ -68,18 +68,25 @@ def test_torque_floor_and_stance_grounding_per_mode(body):
             assert min(f[0] for f in tr._forces) == pytest.approx(want)
 
 
-def test_stance_floor_holds_through_flight(body):
-    from physmocap.playback.track import StanceFloor, sole_sides
+def _sole_frame(body):
+    """The feet's corner indices and ``frame(zl, zr, xl, xr)``: sole corners ``(K, 3)`` with
+    each foot's corners at one height and one forward position (m)."""
+    from physmocap.playback.track import sole_sides
     sides = sole_sides(body)
     L, R = sides
-    dt = 1 / 60
 
     def frame(zl, zr, xl, xr):
         c = np.zeros((len(L) + len(R), 3))
         c[L, 2], c[R, 2] = zl, zr
         c[L, 0], c[R, 0] = xl, xr
         return c
+    return sides, frame
 
+
+def test_stance_floor_holds_through_flight(body):
+    from physmocap.playback.track import StanceFloor
+    sides, frame = _sole_frame(body)
+    dt = 1 / 60
     fl = StanceFloor(sides, 0.5, 0.06, dt)
     assert fl(frame(0.03, 0.20, 0.0, 0.0)) == pytest.approx(-0.03)      # first frame: lowest
     assert fl(frame(0.03, 0.20, 0.0, 0.05)) == pytest.approx(-0.03)     # left foot planted
@@ -98,17 +105,9 @@ def test_stance_floor_holds_through_flight(body):
 def test_stance_floor_a_leaving_foot_is_not_in_stance(body):
     """A run's pushing-off foot is slow horizontally and near the floor as it leaves it; with
     ``rise`` it does not count (it lowered the live run's reference 4 cm for a whole flight)."""
-    from physmocap.playback.track import StanceFloor, sole_sides
-    sides = sole_sides(body)
-    L, R = sides
+    from physmocap.playback.track import StanceFloor
+    sides, frame = _sole_frame(body)
     dt = 1 / 60
-
-    def frame(zl, zr, xl, xr):
-        c = np.zeros((len(L) + len(R), 3))
-        c[L, 2], c[R, 2] = zl, zr
-        c[L, 0], c[R, 0] = xl, xr
-        return c
-
     for rise, want in ((None, -0.03), (0.3, 0.0)):
         fl = StanceFloor(sides, 0.5, 0.06, dt, rise=rise)
         assert fl(frame(0.0, 0.20, 0.0, 0.0)) == pytest.approx(0.0)      # left foot planted
