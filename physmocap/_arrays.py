@@ -1,4 +1,5 @@
-"""Small helpers the frozen data types share: read-only copies and shape checks."""
+"""Small array helpers: read-only copies and shape checks (the frozen data types), per-frame
+speeds."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,3 +40,13 @@ def _read_only_chain(a) -> bool:
             return True
         a = a.base
     return False
+
+
+def step_speed(steps: np.ndarray, fps: float) -> np.ndarray:
+    """``(F,)`` m/s from ``steps (F - 1, 2)``, the horizontal moves between frames (the first
+    frame takes the second's speed)."""
+    sp = np.zeros(len(steps) + 1)
+    if len(steps):
+        sp[1:] = np.linalg.norm(steps, axis=-1) * fps
+        sp[0] = sp[1]
+    return sp

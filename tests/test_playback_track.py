@@ -535,13 +535,14 @@ def test_swing_lift_raises_a_swinging_foot_below_the_clearance(body):
     dt = 1.0 / 60
     for depth, speed, want in ((0.005, 1.2, 0.015), (0.05, 1.2, 0.02), (0.005, 0.3, 0.0),
                                (0.005, 0.75, 0.0075)):
-        lift = SwingLift(body, 0.01, dt)
+        lift = SwingLift(body, 0.01)
         c0 = corners.copy()
-        assert np.array_equal(lift(root, lrot, c0), lrot)          # no speed yet
+        assert np.array_equal(lift(lrot, c0, None, x, g), lrot)    # no speed yet
         c1 = c0.copy()
         c1[left, 0] += speed * dt                                  # the left foot swings
         c1[left, 2] += -depth - c1[left, 2].min()                  # its sole below the floor
-        out = lift(root, lrot, c1)
+        v = np.hypot(*(c1[:, :2] - c0[:, :2]).T) / dt              # as StanceFloor.speeds
+        out = lift(lrot, c1, v, x, g)
         y, _ = forward_kinematics_frame(sk, out, root)
         assert y[ankle[0], 2] - x[ankle[0], 2] == pytest.approx(want, abs=1e-6)
         assert np.allclose(y[ankle[0], :2], x[ankle[0], :2], atol=1e-6)   # straight up

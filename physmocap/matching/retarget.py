@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
+from .._arrays import step_speed
 from ..conventions import up_to_zup_matrix
 from ..errors import UnknownNameError, known_list
 from ..motion import Motion
@@ -219,10 +220,7 @@ def planted_frames(x: np.ndarray, fps: float, height: float = 0.03, speed: float
     ``height`` m of its lowest (5th percentile) height and moving slower than ``speed`` m/s
     horizontally (the first frame takes the second's speed)."""
     x = np.asarray(x, float)
-    sp = np.zeros(len(x))
-    if len(x) > 1:
-        sp[1:] = np.linalg.norm(np.diff(x[:, :2], axis=0), axis=-1) * fps
-        sp[0] = sp[1]
+    sp = step_speed(np.diff(x[:, :2], axis=0), fps)
     return (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)
 
 

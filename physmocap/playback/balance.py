@@ -64,10 +64,9 @@ reference's 23.8 m; ``physical_diagnosis.py live_headings``; before the velocity
 at 1.5-2.5 s); the live stop and go is up 20 s in 2 of 6 headings and down at 4.8-9.9 s in
 the others, and it does not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
-straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco
-walk stays up its 9.1 s (down at 3.0 s before ``track`` levelled the reference's planted
-soles and grounded it by its still feet: ``TrackingSettings.flat_planted``,
-``ground_still``). A reference paced by the body (``live.LivePlayback`` ``follow``,
+straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
+(down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
+still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the body (``live.LivePlayback`` ``follow``,
 ``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
 longer than 1.4-3 s on any walking reference, as without balance feedback.
 """
@@ -80,7 +79,7 @@ import numpy as np
 from .. import quat
 from ..errors import SettingsError
 from ..skeleton import forward_kinematics_frame
-from .character import Character, foot_joints
+from .character import Character, foot_joints, leg_chains
 
 __all__ = ["BalanceSettings", "BalanceController", "DRIVES", "STEPPING"]
 
@@ -116,10 +115,10 @@ class BalanceSettings:
             and across the sole.
         motor_kp, motor_kd: the motors' position and velocity gains (motors drive; the
             velocity gain has no effect on PyBullet's spherical motors, see
-            ``TrackingSettings.joint_kd``). At 1 a
-            motor asks for the whole error back within one physics step: rigid legs, and every
-            landing an impact that throws the body back into the air (the demo walk's first:
-            2.8 body weights, 7 cm up; ``benchmarks/physical_diagnosis.py anatomy``);
+            ``TrackingSettings.joint_kd``). At 1 a motor asks for the whole error back within
+            one physics step: rigid legs, and every landing an impact that throws the body
+            back into the air (the demo walk's first: 2.8 body weights, 7 cm up;
+            ``benchmarks/physical_diagnosis.py anatomy``);
             ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
         stiff_kp, stand_s: > 0: the motors' position gain once the reference has stood on both
             feet for ``stand_s`` s (compliant motors let a standing body sag at the knees and
@@ -318,12 +317,7 @@ class BalanceController:
         self.kp = np.array([kp[k] for k in kinds])
         self.kd = np.array([kd[k] for k in kinds])
         self.max_torque = np.asarray(max_torque, float)
-        # legs: (hip, knee, ankle) per side
-        self.chains = []
-        for side in foot_joints(body):
-            ankle = [j for j in side if sk.names[j].endswith("Foot")][0]
-            knee = int(self.par[ankle])
-            self.chains.append((int(self.par[knee]), knee, ankle))
+        self.chains = leg_chains(body)          # legs: (hip, knee, ankle) per side
         self.hips = [c[0] for c in self.chains]
         ka = np.asarray(body.axis[self.chains[0][1]], float)
         self.knee_axis = ka if np.all(np.isfinite(ka)) else np.array([0.0, 1.0, 0.0])

@@ -25,7 +25,7 @@ from ..errors import PhysmocapError
 from ..scene import BodyTemplate
 from ..solver.body import import_pybullet
 
-__all__ = ["Character", "foot_joints", "foot_box", "segment_centres"]
+__all__ = ["Character", "foot_joints", "leg_chains", "foot_box", "segment_centres"]
 
 _Z = np.array([0.0, 0.0, 1.0])
 
@@ -40,6 +40,17 @@ def foot_joints(body: BodyTemplate) -> tuple[list[int], list[int]]:
         raise PhysmocapError(f"body {body.name!r} has no LeftFoot/RightFoot joints; foot "
                              f"contacts need them (joints: {', '.join(body.names)})")
     return left, right
+
+
+def leg_chains(body: BodyTemplate) -> list[tuple[int, int, int]]:
+    """``(hip, knee, ankle)`` joint indices of the (left, right) legs, up from each ``*Foot``."""
+    par = body.skeleton.parents
+    chains = []
+    for side in foot_joints(body):
+        ankle = [j for j in side if body.names[j].endswith("Foot")][0]
+        knee = int(par[ankle])
+        chains.append((int(par[knee]), knee, ankle))
+    return chains
 
 
 def foot_box(body: BodyTemplate, j: int) -> tuple[np.ndarray, np.ndarray]:

@@ -71,9 +71,10 @@ class _FrameFeet:
         joints, pts = sole_points(body)
         self.soles = [(int(j), tuple(map(float, p))) for j, p in zip(joints, pts)]
 
-    def __call__(self, root, lrot) -> tuple[np.ndarray, list]:
-        """``lrot (J, 4)`` with feet and toes unrolled, and the sole corners (``sole_points``
-        order, K lists of 3 floats, m, world)."""
+    def __call__(self, root, lrot) -> tuple[np.ndarray, list, tuple]:
+        """``lrot (J, 4)`` with feet and toes unrolled, the sole corners (``sole_points`` order,
+        K lists of 3 floats, m, world), and the pose's world joint positions ``(J, 3)`` and
+        rotations ``(J, 4)``."""
         lrot = np.array(lrot, float)
         for j, seg in self.feet:
             g = forward_kinematics_frame(self.skeleton, lrot, root)[1].tolist()
@@ -96,12 +97,13 @@ class _FrameFeet:
             sh, ch = np.sin(0.5 * ang), np.cos(0.5 * ang)
             g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
             lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
-        x, g = (a.tolist() for a in forward_kinematics_frame(self.skeleton, lrot, root))
+        fk = forward_kinematics_frame(self.skeleton, lrot, root)
+        x, g = (a.tolist() for a in fk)
         corners = []
         for j, p in self.soles:
             r = quat.rotate_t(g[j], p)
             corners.append([x[j][0] + r[0], x[j][1] + r[1], x[j][2] + r[2]])
-        return quat.normalize(lrot), corners
+        return quat.normalize(lrot), corners, fk
 
 
 class _BodyPaced:
@@ -140,9 +142,9 @@ def _database_motion(db) -> tuple:
     """``(lrot (F, J, 4), hips (F, 3) m, fps)``: the database's poses on its output skeleton
     (``output_skeleton``: the hips the root, in the world), as ``retarget.reference_pose``
     takes them."""
+    hips, hips_rot = db.world_root()
     lrot = np.array(db.lrot[:, 1:])
-    lrot[:, 0] = quat.mul(db.lrot[:, 0], db.lrot[:, 1])
-    hips = np.asarray(db.lpos[:, 0]) + quat.rotate(db.lrot[:, 0], db.lpos[:, 1])
+    lrot[:, 0] = hips_rot
     return lrot, hips, float(db.fps)
 
 
@@ -242,7 +244,7 @@ class LivePlayback:
         self._offset = None
         self._started = False
         cl = settings.clearance(mode)
-        self._lift = SwingLift(self.body, cl, self.dt) if cl > 0 else None
+        self._lift = SwingLift(self.body, cl) if cl > 0 else None
 
     # --- one frame ------------------------------------------------------------------------
 
@@ -254,7 +256,7 @@ class LivePlayback:
         lrot = np.array(lr)
         lrot[0] = quat.mul(rr, lr[0])
         root, trot = self.retarget(hips, lrot)
-        trot, corners = self._feet(root, trot)
+        trot, corners, fk = self._feet(root, trot)
         off = self._floor(corners)
         self._offset = off if self._offset is None else \
             self._offset + self._alpha * (off - self._offset)
@@ -263,7 +265,7 @@ class LivePlayback:
         if self._lift is not None:
             c = np.asarray(corners, float)
             c[:, 2] += self._offset
-            trot = self._lift(root, trot, c)
+            trot = self._lift(trot, c, self._floor.speeds, *fk)
         return root, trot
 
     def step(self):

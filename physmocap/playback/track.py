@@ -29,12 +29,13 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import quat
+from .._arrays import step_speed
 from ..errors import SettingsError, ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import Skeleton
 from .balance import BalanceController, BalanceSettings
-from .character import Character, foot_joints
+from .character import Character, foot_joints, leg_chains
 from .environment import Holds, add_objects
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
@@ -786,16 +787,6 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False,
                   dict(motion.meta, level_feet=True))
 
 
-def _step_speed(steps: np.ndarray, fps: float) -> np.ndarray:
-    """``(F,)`` m/s from ``steps (F - 1, 2)``, the horizontal moves between frames (the first
-    frame takes the second's speed)."""
-    sp = np.zeros(len(steps) + 1)
-    if len(steps):
-        sp[1:] = np.linalg.norm(steps, axis=-1) * fps
-        sp[0] = sp[1]
-    return sp
-
-
 def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,
                    height: float = 0.03) -> np.ndarray:
     """``(4,)``: the local rotation about foot ``j``'s sideways axis (rest +Y) that levels its
@@ -829,7 +820,7 @@ def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1,
         still = []                             # per foot: its lowest point's height if still
         for side in sole_sides(body):
             k = side[np.argmin(z[:, side], axis=1)]                # the foot's lowest point
-            sp = _step_speed(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2], motion.fps)
+            sp = step_speed(P[f[1:], k[1:], :2] - P[f[:-1], k[1:], :2], motion.fps)
             still.append(np.where(sp < still_speed, z[f, k], np.inf))
         low = np.min(still, axis=0)
         off = np.where(np.isfinite(low), -low, off)
@@ -855,6 +846,8 @@ class StanceFloor:
     corner on the floor; with no foot in stance (flight, or the first frame: the lowest corner
     of all) it is held. The height test keeps a swing foot slowing at the top of its back
     swing from counting. ``speed=None``: the lowest corner of every frame (no stance test).
+    ``speeds``: ``(K,)`` m/s, each corner's horizontal speed at the last call (``None`` on the
+    first), for ``SwingLift``.
     """
 
     def __init__(self, sides: list, speed: float | None, height: float, dt: float,
@@ -863,16 +856,18 @@ class StanceFloor:
         self.speed, self.height, self.dt = speed, float(height), float(dt)
         self.rise = None if rise is None else float(rise)
         self.offset = None
+        self.speeds = None
         self._prev = None
 
     def __call__(self, corners) -> float:
         pts = np.asarray(corners, float)
         low = float(pts[:, 2].min())
         prev, self._prev = self._prev, pts
-        if self.speed is None or prev is None or self.offset is None:
+        v = self.speeds = None if prev is None else \
+            np.hypot(*(pts[:, :2] - prev[:, :2]).T) / self.dt
+        if self.speed is None or v is None or self.offset is None:
             self.offset = -low
             return self.offset
-        v = np.hypot(*(pts[:, :2] - prev[:, :2]).T) / self.dt
         zs = []                                   # the lowest corner of each foot in stance
         for s in self.sides:
             z = float(pts[s, 2].min())
@@ -888,45 +883,35 @@ class StanceFloor:
 class SwingLift:
     """Lifts a swinging reference foot whose sole reaches below ``clearance`` m, one frame at a
     time (``TrackingSettings.swing_clearance``). Swinging: the foot's slowest sole corner moves
-    faster than ``speeds[0]`` m/s horizontally since the previous call, fully from
-    ``speeds[1]`` (a pushing-off foot turns about a still toe and is left alone). The ankle is
-    raised by the shortfall, at most ``2 clearance``, by two-bone IK on the leg, the foot
-    keeping its world rotation. The bound: in sharp turns the reference's feet slide faster
-    than ``speeds`` while they carry it, sunk up to 5 cm into the floor; lifted by all of it,
-    both hovered, and the simulated feet landed hard when they came down again."""
+    faster than ``speeds[0]`` m/s horizontally, fully from ``speeds[1]`` (a pushing-off foot
+    turns about a still toe and is left alone). The ankle is raised by the shortfall, at most
+    ``2 clearance``, by two-bone IK on the leg, the foot keeping its world rotation. The bound:
+    in sharp turns the reference's feet slide faster than ``speeds`` while they carry it, sunk
+    up to 5 cm into the floor; lifted by all of it, both hovered, and the simulated feet landed
+    hard when they came down again."""
 
-    def __init__(self, body: BodyTemplate, clearance: float, dt: float,
-                 speeds: tuple = (0.5, 1.0)):
-        sk = body.skeleton
-        self.sk, self.clearance, self.dt, self.speeds = sk, float(clearance), float(dt), speeds
+    def __init__(self, body: BodyTemplate, clearance: float, speeds: tuple = (0.5, 1.0)):
+        self.sk, self.clearance, self.speeds = body.skeleton, float(clearance), speeds
         self.sides = sole_sides(body)
-        self.chains = []
-        for side in foot_joints(body):
-            a = [j for j in side if sk.names[j].endswith("Foot")][0]
-            k = int(sk.parents[a])
-            self.chains.append((int(sk.parents[k]), k, a))
-        self._prev = None
+        self.chains = leg_chains(body)
 
-    def __call__(self, root, lrot, corners) -> np.ndarray:
-        """``lrot (J, 4)`` for the pose ``root (3,)`` m, ``lrot``, whose sole corners are
-        ``corners (K, 3)`` m (``sole_points`` order, world, grounded)."""
+    def __call__(self, lrot, corners, speeds, x, g) -> np.ndarray:
+        """``lrot (J, 4)`` of a pose whose sole corners are ``corners (K, 3)`` m (``sole_points``
+        order, world, grounded), moving ``speeds (K,)`` m/s horizontally (``None``: not known,
+        no lift), with world joint positions ``x (J, 3)`` (at any height) and rotations
+        ``g (J, 4)``: the pose's forward kinematics, which the caller already has."""
         from ..ik import two_bone_ik
-        from ..skeleton import forward_kinematics_frame
-        pts = np.asarray(corners, float)
-        prev, self._prev = self._prev, pts
         lrot = np.array(lrot, float)
-        if prev is None:
+        if speeds is None:
             return lrot
-        v = np.hypot(*(pts[:, :2] - prev[:, :2]).T) / self.dt
-        x = g = None
+        pts = np.asarray(corners, float)
         for side, (h, k, a) in zip(self.sides, self.chains):
-            w = (float(v[side].min()) - self.speeds[0]) / (self.speeds[1] - self.speeds[0])
+            w = (float(speeds[side].min()) - self.speeds[0]) / (self.speeds[1] - self.speeds[0])
             short = min(self.clearance - float(pts[side, 2].min()), 2.0 * self.clearance)
             lift = min(max(w, 0.0), 1.0) * max(0.0, short)
             if lift < 1e-4:
                 continue
-            if x is None:
-                x, g = forward_kinematics_frame(self.sk, lrot, root)
+            # the legs are apart below the hips: one leg's IK leaves the other's FK valid
             ga, gb, _ = two_bone_ik(x[h], x[k], x[a], x[a] + np.array([0.0, 0.0, lift]),
                                     g[h], g[k])
             lrot[h] = quat.mul(quat.conj(g[self.sk.parents[h]]), ga)
@@ -938,10 +923,14 @@ class SwingLift:
 def lift_swing(motion: Motion, body: BodyTemplate, clearance: float) -> Motion:
     """``motion`` (grounded, on ``body``'s skeleton) with ``SwingLift`` applied frame by
     frame."""
-    lift = SwingLift(body, clearance, 1.0 / motion.fps)
+    lift = SwingLift(body, clearance)
     joints, pts = sole_points(body)
-    P = motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts)
-    lrot = np.array([lift(r, q, c) for r, q, c in zip(motion.root_pos, motion.lrot, P)])
+    gpos, grot = motion.gpos, motion.grot
+    P = gpos[:, joints] + quat.rotate(grot[:, joints], pts)
+    step = P[1:, :, :2] - P[:-1, :, :2]
+    V = [None] + list(np.hypot(step[..., 0], step[..., 1]) / (1.0 / motion.fps))
+    lrot = np.array([lift(q, c, v, x, g)
+                     for q, c, v, x, g in zip(motion.lrot, P, V, gpos, grot)])
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, swing_lifted=clearance))
 
