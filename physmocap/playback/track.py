@@ -911,7 +911,7 @@ class SwingLift:
         order, world, grounded), moving ``speeds (K,)`` m/s horizontally (``None``: not known,
         no lift), with world joint positions ``x (J, 3)`` (at any height) and rotations
         ``g (J, 4)``: the pose's forward kinematics, which the caller already has."""
-        from ..ik import two_bone_ik
+        from ..ik import two_bone_ik_t
         lrot = np.array(lrot, float)
         if speeds is None:
             return lrot
@@ -923,11 +923,14 @@ class SwingLift:
             if lift < 1e-4:
                 continue
             # the legs are apart below the hips: one leg's IK leaves the other's FK valid
-            ga, gb, _ = two_bone_ik(x[h], x[k], x[a], x[a] + np.array([0.0, 0.0, lift]),
-                                    g[h], g[k])
-            lrot[h] = quat.mul(quat.conj(g[self.sk.parents[h]]), ga)
-            lrot[k] = quat.mul(quat.conj(ga), gb)
-            lrot[a] = quat.mul(quat.conj(gb), g[a])
+            # (one chain, one frame: plain floats, ``two_bone_ik``'s arithmetic)
+            xa = x[a].tolist()
+            ga, gb, _ = two_bone_ik_t(x[h].tolist(), x[k].tolist(), xa,
+                                      (xa[0] + 0.0, xa[1] + 0.0, xa[2] + lift),
+                                      g[h].tolist(), g[k].tolist())
+            lrot[h] = quat.mul_t(quat.conj_t(g[self.sk.parents[h]].tolist()), ga)
+            lrot[k] = quat.mul_t(quat.conj_t(ga), gb)
+            lrot[a] = quat.mul_t(quat.conj_t(gb), g[a].tolist())
         return lrot
 
 
