@@ -615,6 +615,8 @@ def clamp_root_rotation(sim_rot, char_rot, max_angle):
     max_angle = float(max_angle)
     if max_angle < 0:
         raise ShapeError("clamp_root_rotation: max_angle must be >= 0")
+    if np.ndim(ang) == 0 and not ang > max_angle:
+        return char                # within already (the controller's every frame: no slerp)
     t = np.where(ang > max_angle, max_angle / np.maximum(ang, 1e-300), 1.0)
     out = quat.slerp(sim, char, t)
     return np.where((ang > max_angle)[..., None], out, char)

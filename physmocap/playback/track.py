@@ -447,7 +447,9 @@ class Tracker:
         pos0, rot0, lrot0, _, _ = self._ref
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
         vel1 = (pos1 - pos0) / dt
-        ang1 = _ang_vel(rot0, rot1, dt, local=False)
+        # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
+        ang1 = np.array(quat.to_scaled_axis_t(quat.mul_t(rot1.tolist(), quat.conj_t(
+            rot0.tolist())))) / dt
         jvel = _ang_vel(lrot0, lrot1, dt, local=True)
         self._ref = (pos1, rot1, lrot1, vel1, ang1)
 
@@ -1007,7 +1009,7 @@ class FrameRetargeter:
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
-        lrot = [tuple(map(float, q)) for q in np.asarray(lrot, float)]
+        lrot = [tuple(q) for q in np.asarray(lrot, float).tolist()]
         gs = [lrot[0]] * len(lrot)
         for j in range(1, len(sk)):
             gs[j] = quat.mul_t(gs[sk.parents[j]], lrot[j])
