@@ -94,14 +94,6 @@ def _between_t(u, v) -> tuple:
     return quat.normalize_t((c[0], c[1], c[2], w))
 
 
-def _rotate(q, v) -> tuple:
-    """``quat.rotate`` of one vector (its grouping: ``v + w t + (u x t)``)."""
-    x, y, z, w = q
-    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
-    return (v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
-            v[2] + w * tz + (x * ty - y * tx))
-
-
 def two_bone_ik_t(a, b, c, target, ga, gb, eps: float = 1e-4) -> tuple:
     """``two_bone_ik`` of one chain (3- and 4-sequences, default pole): ``(ga, gb, b_new)``
     as tuples."""
@@ -127,7 +119,7 @@ def two_bone_ik_t(a, b, c, target, ga, gb, eps: float = 1e-4) -> tuple:
     turn_a = _between_t(ba, _sub(b_new, a))
     ga_new = quat.mul_t(turn_a, ga)
     gb_moved = quat.mul_t(turn_a, gb)
-    r = _rotate(turn_a, cb)
+    r = quat.rotate_exact_t(turn_a, cb)
     c_moved = (b_new[0] + r[0], b_new[1] + r[1], b_new[2] + r[2])
     reach = tuple(a[i] + lat * u[i] - b_new[i] for i in range(3))
     turn_b = _between_t(_sub(c_moved, b_new), reach)

@@ -250,6 +250,15 @@ def to_scaled_axis_t(q, eps: float = 1e-8) -> tuple:
     return (x * k, y * k, z * k)
 
 
+def rotate_exact_t(q, v) -> tuple:
+    """``rotate`` of one vector by one unit quaternion (sequences), in its grouping
+    (``v + w t + (u x t)``; ``rotate_t`` groups the last sum otherwise); returns a tuple."""
+    x, y, z, w = q
+    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
+    return (v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
+            v[2] + w * tz + (x * ty - y * tx))
+
+
 def slerp_t(a, b, t: float) -> tuple:
     """``slerp`` of one pair of quaternions (4-sequences) at one ``t``; returns a tuple."""
     d = ((a[0] * b[0] + a[1] * b[1]) + a[2] * b[2]) + a[3] * b[3]

@@ -134,3 +134,10 @@ def test_tuple_versions_are_the_array_versions_bit_for_bit(qs, rng):
         assert np.array_equal(quat.mul(a[i], quat.conj(b[i])),
                               quat.mul_t(tuple(a[i]), quat.conj_t(tuple(b[i]))))
     assert isinstance(quat.slerp_t(a[0], b[0], 0.5), tuple)
+
+
+def test_rotate_exact_t_is_rotate_bit_for_bit(qs, rng):
+    v = rng.normal(size=(N, 3)) * 5.0
+    out = quat.rotate(qs[0], v)
+    for i in range(N):
+        assert np.array_equal(out[i], quat.rotate_exact_t(tuple(qs[0][i]), tuple(v[i])))
