@@ -275,9 +275,10 @@ class LivePlayback:
         """Advance the controller one frame; the prepared reference on the body's skeleton:
         ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation)."""
         rp, rr, lp, lr = self.ctrl.step()
-        hips = rp + quat.rotate(rr, lp[0])
+        rr = rr.tolist()                  # one root: plain floats, bit for bit the array maths
+        hips = rp + np.array(quat.rotate_exact_t(rr, lp[0].tolist()))
         lrot = np.array(lr)
-        lrot[0] = quat.mul(rr, lr[0])
+        lrot[0] = quat.mul_t(rr, lr[0].tolist())
         root, trot = self.retarget(hips, lrot)
         trot, corners, fk = self._feet(root, trot)
         off = self._floor(corners)
