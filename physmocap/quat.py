@@ -254,7 +254,8 @@ def rotate_exact_t(q, v) -> tuple:
     """``rotate`` of one vector by one unit quaternion (sequences), in its grouping
     (``v + w t + (u x t)``; ``rotate_t`` groups the last sum otherwise); returns a tuple."""
     x, y, z, w = q
-    tx, ty, tz = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2]), 2.0 * (x * v[1] - y * v[0])
+    tx, ty = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2])
+    tz = 2.0 * (x * v[1] - y * v[0])
     return (v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
             v[2] + w * tz + (x * ty - y * tx))
 
