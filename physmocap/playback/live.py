@@ -58,7 +58,6 @@ class _FrameFeet:
         self.steady = steady
         self._twist = {}
         sk = body.skeleton
-        self.skeleton = sk
         self.parents = [int(p) for p in sk.parents]
         seg = sk.segment_vectors()
         self.feet = []
