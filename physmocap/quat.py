@@ -5,6 +5,8 @@ Unit quaternions are assumed where rotations are meant; ``normalize`` makes them
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
@@ -217,3 +219,58 @@ def rotate_t(q, v) -> tuple:
 def conj_t(q) -> tuple:
     """``conj`` for one quaternion (a 4-sequence); returns a tuple."""
     return (-q[0], -q[1], -q[2], q[3])
+
+
+# The tuple versions below return bit for bit what their array versions return (tests compare
+# them on random input): the same operations in the same order (numpy sums a last axis of 3-4
+# elements left to right), and numpy's own ``arccos`` / ``arctan2`` (on AVX-512 they differ
+# from ``math``'s in the last bit). The live loop's physics sub-steps run on them: a last-bit
+# change there grows into a different simulation.
+
+def norm_t(v) -> float:
+    """``np.linalg.norm(v, axis=-1)`` of one 3- or 4-sequence (left-to-right sum)."""
+    s = v[0] * v[0]
+    for x in v[1:]:
+        s = s + x * x
+    return math.sqrt(s)
+
+
+def normalize_t(q, eps: float = 1e-12) -> tuple:
+    """``normalize`` of one quaternion (a 4-sequence); returns a tuple."""
+    n = max(norm_t(q), eps)
+    return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
+
+
+def to_scaled_axis_t(q, eps: float = 1e-8) -> tuple:
+    """``to_scaled_axis`` of one quaternion (a 4-sequence); returns a 3-tuple."""
+    x, y, z, w = (-q[0], -q[1], -q[2], -q[3]) if q[3] < 0.0 else q
+    s = math.sqrt((x * x + y * y) + z * z)
+    theta = 2.0 * float(np.arctan2(s, w))
+    k = 2.0 + theta * theta / 12.0 if s < eps else theta / max(s, eps)
+    return (x * k, y * k, z * k)
+
+
+def rotate_exact_t(q, v) -> tuple:
+    """``rotate`` of one vector by one unit quaternion (sequences), in its grouping
+    (``v + w t + (u x t)``; ``rotate_t`` groups the last sum otherwise); returns a tuple."""
+    x, y, z, w = q
+    tx, ty = 2.0 * (y * v[2] - z * v[1]), 2.0 * (z * v[0] - x * v[2])
+    tz = 2.0 * (x * v[1] - y * v[0])
+    return (v[0] + w * tx + (y * tz - z * ty), v[1] + w * ty + (z * tx - x * tz),
+            v[2] + w * tz + (x * ty - y * tx))
+
+
+def slerp_t(a, b, t: float) -> tuple:
+    """``slerp`` of one pair of quaternions (4-sequences) at one ``t``; returns a tuple."""
+    d = ((a[0] * b[0] + a[1] * b[1]) + a[2] * b[2]) + a[3] * b[3]
+    if d < 0.0:
+        b = (-b[0], -b[1], -b[2], -b[3])
+    d = abs(d)
+    theta = float(np.arccos(min(max(d, -1.0), 1.0)))
+    sin_t = math.sin(theta)
+    if sin_t < 1e-6:
+        wa, wb = 1.0 - t, t
+    else:
+        wa, wb = math.sin((1.0 - t) * theta) / sin_t, math.sin(t * theta) / sin_t
+    return normalize_t((wa * a[0] + wb * b[0], wa * a[1] + wb * b[1],
+                        wa * a[2] + wb * b[2], wa * a[3] + wb * b[3]))

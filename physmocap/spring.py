@@ -33,6 +33,8 @@ the batch shape ``q.shape[:-1]``. Pure functions: inputs are never modified.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import quat
@@ -161,6 +163,9 @@ def simple_spring_rotation(q, w, q_goal, halflife, dt):
     q = _last(q, 4, "q")
     w = _last(w, 3, "w")
     q_goal = _last(q_goal, 4, "q_goal")
+    if q.shape == q_goal.shape == (4,) and w.shape == (3,) and type(halflife) is float \
+            and np.ndim(dt) == 0:
+        return _spring_rotation_one(q, w, q_goal, _rate(halflife), float(dt))
     y = _batch(_rate(halflife))
     dt = _batch(dt)
     j0 = quat.to_scaled_axis(quat.mul(q, quat.conj(q_goal)))  # shortest arc (abs_w inside)
@@ -168,6 +173,24 @@ def simple_spring_rotation(q, w, q_goal, halflife, dt):
     e = np.exp(-y * dt)
     out = quat.mul(quat.from_scaled_axis(e * (j0 + j1 * dt)), q_goal)
     return _same_hemisphere(quat.normalize(out), q), e * (w - j1 * y * dt)
+
+
+def _spring_rotation_one(q, w, q_goal, y: float, dt: float):
+    """``simple_spring_rotation`` of one rotation in plain floats (the controller's every frame,
+    where numpy's per-call overhead on (4,) arrays is ~10x the arithmetic): the same operations
+    in the same order, numpy's ``exp`` (``quat``'s tuple helpers), bit for bit."""
+    q, w, g = q.tolist(), w.tolist(), q_goal.tolist()
+    j0 = quat.to_scaled_axis_t(quat.mul_t(q, quat.conj_t(g)))
+    j1 = [w[i] + j0[i] * y for i in range(3)]
+    e = float(np.exp(-y * dt))
+    v = [e * (j0[i] + j1[i] * dt) for i in range(3)]
+    theta = quat.norm_t(v)                                       # ``quat.from_scaled_axis``
+    half = 0.5 * theta
+    k = 0.5 - theta * theta / 48.0 if theta < 1e-8 else math.sin(half) / max(theta, 1e-8)
+    out = quat.normalize_t(quat.mul_t((v[0] * k, v[1] * k, v[2] * k, math.cos(half)), g))
+    if ((out[0] * q[0] + out[1] * q[1]) + out[2] * q[2]) + out[3] * q[3] < 0.0:
+        out = (-out[0], -out[1], -out[2], -out[3])               # ``_same_hemisphere``
+    return np.array(out), np.array([e * (w[i] - j1[i] * y * dt) for i in range(3)])
 
 
 def decay_spring_rotation(q_offset, w, halflife, dt):

@@ -47,3 +47,21 @@ def test_bends_toward_the_pole(rng):
     t = np.array([[0.0, 0.0, -0.6]])
     _, _, b2 = two_bone_ik(a, b, c, t, g, g, pole=np.array([[1.0, 0.0, 0.0]]))
     assert b2[0, 0] > 0.1          # the knee goes forward (+x), toward the pole
+
+
+def test_one_chain_in_floats_is_the_batched_solver_bit_for_bit(rng):
+    from physmocap.ik import two_bone_ik_t
+    n = 400
+    a, b, c, ga, gb = chain(rng, n)
+    targets = [c + np.array([0.0, 0.0, 0.01]),                  # a small lift (SwingLift)
+               rng.normal(size=(n, 3)) * 2.0,                   # reachable or not
+               a + (c - a) * rng.uniform(0.1, 1.5, (n, 1))]     # along the reach line
+    straight = a + (c - a) * 0.5                                # a straight chain: no plane
+    for tgt in targets:
+        for bb in (b, straight):
+            batched = two_bone_ik(a, bb, c, tgt, ga, gb)
+            for i in range(n):
+                one = two_bone_ik_t(tuple(a[i]), tuple(bb[i]), tuple(c[i]), tuple(tgt[i]),
+                                    tuple(ga[i]), tuple(gb[i]))
+                for x, y in zip(batched, one):
+                    assert np.array_equal(x[i], y), (i, x[i], y)

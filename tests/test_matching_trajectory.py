@@ -366,3 +366,12 @@ def test_load_input_file_errors(tmp_path):
     bad.write_text("t,x,y,z,qx,qy,qz,qw\n0,0,0,0,0,0,0,1\n1,0,0,x,0,0,0,1\n")
     with pytest.raises(FileFormatError, match="cannot read head CSV"):
         tr.load_input(p)
+
+
+def test_clamp_root_rotation_of_one_root_is_the_batched_one_bit_for_bit(rng):
+    a = quat.normalize(rng.normal(size=(400, 4)))
+    b = quat.normalize(a + rng.normal(size=(400, 4)) * rng.uniform(0.0, 0.3, (400, 1)))
+    batch = tr.clamp_root_rotation(a, b, 0.3)
+    assert 50 < np.sum(quat.angle(b, a) <= 0.3) < 350          # both branches
+    for i in range(len(a)):
+        assert np.array_equal(tr.clamp_root_rotation(a[i], b[i], 0.3), batch[i])

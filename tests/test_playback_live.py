@@ -331,3 +331,29 @@ def test_live_hold_pins_the_palm(walk_db, project_root):
     assert np.max(e[held[4:]]) < 0.005
     (h,) = res.report()["holds"]
     assert h["hand"] == "Right" and h["frames"] == held.size
+
+
+@pytest.mark.parametrize("steady", [False, True])
+def test_frame_feet_forward_kinematics_is_the_returned_pose(rng, steady):
+    # _FrameFeet does forward kinematics once and then only below each foot joint it unrolls:
+    # what it returns must be the whole pose's forward kinematics, and its corners the soles'
+    from physmocap.playback.live import _FrameFeet
+    from physmocap.playback.track import sole_points
+    from physmocap.scene import load_body
+    from physmocap.skeleton import forward_kinematics_frame
+    body = load_body()
+    feet = _FrameFeet(body, steady=steady)
+    joints, pts = sole_points(body)
+    for _ in range(20):
+        lrot = quat.from_scaled_axis(rng.normal(size=(len(body), 3)) * 0.4)
+        root = rng.normal(size=3) + np.array([0.0, 0.0, 1.0])
+        trot, corners, (x, g) = feet(root, lrot)
+        fx, fg = forward_kinematics_frame(body.skeleton, trot, root)
+        np.testing.assert_allclose(x, fx, atol=1e-12)
+        np.testing.assert_allclose(g, fg, atol=1e-12)
+        want = fx[joints] + quat.rotate(fg[joints], pts)
+        np.testing.assert_allclose(np.array(corners), want, atol=1e-12)
+        moved = [j for j, _ in feet.feet]
+        kept = [j for j in range(len(body)) if j not in moved and j > 0]
+        assert np.array_equal(trot[kept], quat.normalize(lrot)[kept])
+        assert not np.allclose(trot[moved], quat.normalize(lrot)[moved], atol=1e-3)

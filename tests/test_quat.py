@@ -112,3 +112,32 @@ def test_unroll_makes_signs_continuous(qs, rng):
     un = quat.unroll(flipped)
     assert np.all(np.sum(un[1:] * un[:-1], axis=-1) > 0)
     assert same_rotation(un, path)
+
+
+def test_tuple_versions_are_the_array_versions_bit_for_bit(qs, rng):
+    # the live loop's physics sub-steps run on the tuple versions: a last-bit difference there
+    # grows into a different simulation, so equal means equal, not close
+    a, b = qs
+    b = b.copy()
+    b[:50] = quat.normalize(a[:50] + rng.normal(size=(50, 4)) * 1e-9)    # slerp's near branch
+    b[50:100] = -b[50:100]                                              # the other hemisphere
+    t = rng.uniform(0.0, 1.0, N)
+    t[:20] = 0.25
+    raw = rng.normal(size=(N, 4)) * rng.uniform(0.1, 10.0, (N, 1))    # not unit
+    raw[:50, :3] *= 1e-10                                               # tiny rotations
+    for i in range(N):
+        assert np.array_equal(quat.slerp(a[i], b[i], t[i]),
+                              quat.slerp_t(tuple(a[i]), tuple(b[i]), float(t[i])))
+        assert np.array_equal(quat.to_scaled_axis(raw[i]), quat.to_scaled_axis_t(tuple(raw[i])))
+        assert np.array_equal(quat.normalize(raw[i]), quat.normalize_t(tuple(raw[i])))
+        assert quat.norm_t(tuple(raw[i, :3])) == np.linalg.norm(raw[i, :3], axis=-1)
+        assert np.array_equal(quat.mul(a[i], quat.conj(b[i])),
+                              quat.mul_t(tuple(a[i]), quat.conj_t(tuple(b[i]))))
+    assert isinstance(quat.slerp_t(a[0], b[0], 0.5), tuple)
+
+
+def test_rotate_exact_t_is_rotate_bit_for_bit(qs, rng):
+    v = rng.normal(size=(N, 3)) * 5.0
+    out = quat.rotate(qs[0], v)
+    for i in range(N):
+        assert np.array_equal(out[i], quat.rotate_exact_t(tuple(qs[0][i]), tuple(v[i])))

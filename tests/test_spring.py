@@ -193,3 +193,18 @@ def test_errors():
     with pytest.raises(ShapeError, match=r"\(T,\)"):
         spring.character_predict(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.1,
                                  np.zeros((2, 2)))
+
+
+def test_one_rotation_spring_is_the_batched_one_bit_for_bit():
+    # one rotation takes a plain-float path (the controller's every frame): it must give what
+    # the batched arithmetic gives, to the last bit
+    rng = np.random.default_rng(7)
+    for i in range(2000):
+        q, g = quat.normalize(rng.normal(size=(2, 4)))
+        if i % 4 == 0:
+            g = quat.normalize(q + rng.normal(size=4) * 1e-10)       # tiny rotation to the goal
+        w = rng.normal(size=3) * (3.0 if i % 3 else 1e-12)
+        h, dt = float(rng.uniform(0.05, 1.0)), float(rng.choice([1 / 60, 0.0, 0.5]))
+        one = spring.simple_spring_rotation(q, w, g, h, dt)
+        batch = spring.simple_spring_rotation(q[None], w[None], g[None], np.array([h]), dt)
+        assert np.array_equal(one[0], batch[0][0]) and np.array_equal(one[1], batch[1][0])

@@ -211,14 +211,19 @@ class Controller:
             self.blend, lpos, lvel, lrot, lang, s.blend_halflife, dt)
         self.pose = (lpos, lvel, lrot, lang)
 
-        # 3. root motion from the animation (its own velocity, in its own frame)
+        # 3. root motion from the animation (its own velocity, in its own frame); one root in
+        # plain floats (``quat``'s tuple helpers: the array arithmetic bit for bit)
         db = self.db
-        r0 = db.lrot[prev, 0]
-        v_local = quat.inv_rotate(r0, db.lpos[self.frame, 0] - db.lpos[prev, 0]) \
-            if self.frame != prev else quat.inv_rotate(r0, db.lvel[prev, 0]) * dt
-        dq = quat.mul(quat.conj(r0), db.lrot[self.frame, 0])
-        self.root_pos = self.root_pos + quat.rotate(self.root_rot, v_local)
-        self.root_rot = quat.normalize(quat.mul(self.root_rot, dq))
+        r0 = quat.conj_t(db.lrot[prev, 0].tolist())
+        if self.frame != prev:
+            v_local = np.array(quat.rotate_exact_t(
+                r0, (db.lpos[self.frame, 0] - db.lpos[prev, 0]).tolist()))
+        else:
+            v_local = np.array(quat.rotate_exact_t(r0, db.lvel[prev, 0].tolist())) * dt
+        dq = quat.mul_t(r0, db.lrot[self.frame, 0].tolist())
+        rot = self.root_rot.tolist()
+        self.root_pos = self.root_pos + np.array(quat.rotate_exact_t(rot, v_local.tolist()))
+        self.root_rot = np.array(quat.normalize_t(quat.mul_t(rot, dq)))
 
         # 4. the simulation object follows the input
         self.sim_pos, self.sim_vel, self.sim_acc = character_update(
@@ -228,7 +233,8 @@ class Controller:
 
         # 5. synchronise: pull the root toward the simulation and clamp it within alpha
         self.root_pos = clamp_root(self.sim_pos, self.root_pos, s.clamp_distance,
-                                   char_vel=quat.rotate(self.root_rot, v_local) / dt, dt=dt,
+                                   char_vel=np.array(quat.rotate_exact_t(
+                                       self.root_rot.tolist(), v_local.tolist())) / dt, dt=dt,
                                    ratio=s.sync_ratio)
         if s.turn_halflife > 0:
             speed = float(np.linalg.norm(v_local)) / dt

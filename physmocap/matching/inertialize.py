@@ -157,8 +157,9 @@ def inertialize_pose(state: InertializeState, lpos, lvel, lrot, lang, halflife, 
         if np.shape(a) != (J, n):
             raise ShapeError(f"inertialize_pose: {name} expected shape ({J}, {n}), "
                              f"got {np.shape(a)}")
-    h = np.asarray(halflife, dtype=float)
-    hv = h[..., None] if h.ndim else h  # per-joint halflife against (J, 3)
+    # a float stays a float: the springs' ``_halflife`` checks it without numpy's overhead
+    h = halflife if type(halflife) is float else np.asarray(halflife, dtype=float)
+    hv = h[..., None] if np.ndim(h) else h  # per-joint halflife against (J, 3)
     out_pos, out_vel, off_pos, off_vel = update(state.off_pos, state.off_vel, lpos, lvel, hv, dt)
     out_rot, out_ang, off_rot, off_ang = update_rotation(state.off_rot, state.off_ang, lrot, lang,
                                                          h, dt)

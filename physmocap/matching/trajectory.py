@@ -609,12 +609,20 @@ def _adjust_one(sim_rot, char_rot, factor: float, max_step: float) -> np.ndarray
 def clamp_root_rotation(sim_rot, char_rot, max_angle):
     """The facing twin of ``clamp_root`` step 2: ``char_rot (..., 4)`` turned toward ``sim_rot``
     until it is within ``max_angle`` rad of it (unchanged when already within)."""
-    sim = quat.normalize(sim_rot)
-    char = quat.normalize(char_rot)
-    ang = quat.angle(char, sim)
     max_angle = float(max_angle)
     if max_angle < 0:
         raise ShapeError("clamp_root_rotation: max_angle must be >= 0")
+    if np.shape(sim_rot) == np.shape(char_rot) == (4,):
+        # one root (the controller's every frame), in plain floats: ``normalize`` and ``angle``
+        # bit for bit (``quat``'s tuple helpers); within already, no slerp
+        sim = quat.normalize_t(np.asarray(sim_rot, float).tolist())
+        char = quat.normalize_t(np.asarray(char_rot, float).tolist())
+        x, y, z, w = quat.mul_t(quat.conj_t(sim), char)
+        if not 2.0 * float(np.arctan2(quat.norm_t((x, y, z)), abs(w))) > max_angle:
+            return np.array(char)
+    sim = quat.normalize(sim_rot)
+    char = quat.normalize(char_rot)
+    ang = quat.angle(char, sim)
     t = np.where(ang > max_angle, max_angle / np.maximum(ang, 1e-300), 1.0)
     out = quat.slerp(sim, char, t)
     return np.where((ang > max_angle)[..., None], out, char)

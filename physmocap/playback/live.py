@@ -39,7 +39,6 @@ from .. import quat
 from ..errors import SettingsError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
-from ..skeleton import forward_kinematics_frame
 from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
 from .track import FrameRetargeter, StanceFloor, SwingLift, sole_sides
 
@@ -59,7 +58,6 @@ class _FrameFeet:
         self.steady = steady
         self._twist = {}
         sk = body.skeleton
-        self.skeleton = sk
         self.parents = [int(p) for p in sk.parents]
         seg = sk.segment_vectors()
         self.feet = []
@@ -70,14 +68,38 @@ class _FrameFeet:
                     self.feet.append((j, tuple(map(float, seg[j] / n))))
         joints, pts = sole_points(body)
         self.soles = [(int(j), tuple(map(float, p))) for j, p in zip(joints, pts)]
+        # forward kinematics in tuples (``forward_kinematics_frame``'s arithmetic): once per
+        # frame, then again only below each unrolled joint (it was redone whole per foot joint)
+        self.offsets = sk.offsets.tolist()
+        self.below = {}
+        for j, _ in self.feet:
+            kids = [j]
+            for k in range(j + 1, len(self.parents)):
+                if self.parents[k] in kids:
+                    kids.append(k)
+            self.below[j] = kids
+
+    def _fk(self, q, x, g, joints) -> None:
+        """World rotations ``g`` and positions ``x`` (lists of tuples, J) of ``joints`` (parents
+        first) from local rotations ``q``, in place; the rest of ``x`` and ``g`` already hold."""
+        par, off = self.parents, self.offsets
+        for j in joints:
+            p = par[j]
+            g[j] = quat.mul_t(g[p], q[j])
+            o = quat.rotate_t(g[p], off[j])
+            x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
 
     def __call__(self, root, lrot) -> tuple[np.ndarray, list, tuple]:
         """``lrot (J, 4)`` with feet and toes unrolled, the sole corners (``sole_points`` order,
         K lists of 3 floats, m, world), and the pose's world joint positions ``(J, 3)`` and
         rotations ``(J, 4)``."""
         lrot = np.array(lrot, float)
+        q = [tuple(r) for r in lrot.tolist()]
+        J = len(q)
+        x, g = [None] * J, [None] * J
+        g[0], x[0] = q[0], tuple(float(v) for v in root)
+        self._fk(q, x, g, range(1, J))
         for j, seg in self.feet:
-            g = forward_kinematics_frame(self.skeleton, lrot, root)[1].tolist()
             gj = g[j]
             b = quat.rotate_t(gj, seg)
             n = quat.rotate_t(gj, (0.0, 0.0, 1.0))
@@ -97,13 +119,13 @@ class _FrameFeet:
             sh, ch = np.sin(0.5 * ang), np.cos(0.5 * ang)
             g2 = quat.mul_t((b[0] * sh, b[1] * sh, b[2] * sh, ch), gj)
             lrot[j] = quat.mul_t(quat.conj_t(g[self.parents[j]]), g2)
-        fk = forward_kinematics_frame(self.skeleton, lrot, root)
-        x, g = (a.tolist() for a in fk)
+            q[j] = tuple(lrot[j].tolist())
+            self._fk(q, x, g, self.below[j])
         corners = []
         for j, p in self.soles:
             r = quat.rotate_t(g[j], p)
             corners.append([x[j][0] + r[0], x[j][1] + r[1], x[j][2] + r[2]])
-        return quat.normalize(lrot), corners, fk
+        return quat.normalize(lrot), corners, (np.array(x), np.array(g))
 
 
 class _BodyPaced:
@@ -252,9 +274,10 @@ class LivePlayback:
         """Advance the controller one frame; the prepared reference on the body's skeleton:
         ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation)."""
         rp, rr, lp, lr = self.ctrl.step()
-        hips = rp + quat.rotate(rr, lp[0])
+        rr = rr.tolist()                  # one root: plain floats, bit for bit the array maths
+        hips = rp + np.array(quat.rotate_exact_t(rr, lp[0].tolist()))
         lrot = np.array(lr)
-        lrot[0] = quat.mul(rr, lr[0])
+        lrot[0] = quat.mul_t(rr, lr[0].tolist())
         root, trot = self.retarget(hips, lrot)
         trot, corners, fk = self._feet(root, trot)
         off = self._floor(corners)

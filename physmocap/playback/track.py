@@ -447,7 +447,9 @@ class Tracker:
         pos0, rot0, lrot0, _, _ = self._ref
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
         vel1 = (pos1 - pos0) / dt
-        ang1 = _ang_vel(rot0, rot1, dt, local=False)
+        # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
+        ang1 = np.array(quat.to_scaled_axis_t(quat.mul_t(rot1.tolist(), quat.conj_t(
+            rot0.tolist())))) / dt
         jvel = _ang_vel(lrot0, lrot1, dt, local=True)
         self._ref = (pos1, rot1, lrot1, vel1, ang1)
 
@@ -470,29 +472,40 @@ class Tracker:
         n = max(1, int(round(dt / self.timestep)))
         fsum = tsum = 0.0
         assist = self.mode == "assist"
+        if assist:
+            # the assist in plain floats (``quat.*_t``, bit for bit the array arithmetic): per
+            # sub-step, numpy's per-call overhead on (3,) / (4,) arrays was ~0.1 ms of Python
+            # for every ~1.4 ms of stepping
+            ts, mass, i_time, i_max = self.timestep, self.mass, s.assist_i_time, s.assist_i_max
+            kp, kd, ki, rkp, rkd = (s.assist_kp, s.assist_kd, s.assist_ki, s.assist_rot_kp,
+                                    s.assist_rot_kd)
+            P0, P1, R0, R1 = pos0.tolist(), pos1.tolist(), rot0.tolist(), rot1.tolist()
+            V1, A1, ierr = vel1.tolist(), ang1.tolist(), self._ierr.tolist()
         for k in range(n):
             if assist:
                 a = (k + 1) / n            # the reference, interpolated across the frame
-                tp = pos0 + a * (pos1 - pos0)
-                tr = quat.slerp(rot0, rot1, a)
-                x, q, v, w = self.char.base_state()
-                e = tp - x
-                self._ierr = np.clip(self._ierr + (e[:2] - self._ierr / s.assist_i_time)
-                                     * self.timestep, -s.assist_i_max, s.assist_i_max)
-                f = self.mass * (s.assist_kp * e + s.assist_kd * (vel1 - v))
-                f[:2] += self.mass * s.assist_ki * self._ierr
-                f = _clamp(f, s.assist_max_force)
-                err = quat.to_scaled_axis(quat.abs_w(quat.mul(tr, quat.conj(q))))
-                t = s.assist_rot_kp * err + s.assist_rot_kd * (ang1 - w)
-                t = _clamp(t, s.assist_max_torque)
-                p.applyExternalForce(b, -1, f.tolist(), x.tolist(), p.WORLD_FRAME,
-                                     physicsClientId=c)
+                tr = quat.slerp_t(R0, R1, a)
+                x, q = p.getBasePositionAndOrientation(b, physicsClientId=c)
+                v, w = p.getBaseVelocity(b, physicsClientId=c)
+                e = [P0[i] + a * (P1[i] - P0[i]) - x[i] for i in range(3)]
+                ierr = [min(max(ierr[i] + (e[i] - ierr[i] / i_time) * ts, -i_max), i_max)
+                        for i in range(2)]
+                f = [mass * (kp * e[i] + kd * (V1[i] - v[i])) for i in range(3)]
+                f[0] += mass * ki * ierr[0]
+                f[1] += mass * ki * ierr[1]
+                f = _clamp(np.array(f), s.assist_max_force)
+                err = quat.to_scaled_axis_t(quat.mul_t(tr, quat.conj_t(q)))
+                t = _clamp(np.array([rkp * err[i] + rkd * (A1[i] - w[i]) for i in range(3)]),
+                           s.assist_max_torque)
+                p.applyExternalForce(b, -1, f.tolist(), x, p.WORLD_FRAME, physicsClientId=c)
                 p.applyExternalTorque(b, -1, t.tolist(), p.WORLD_FRAME, physicsClientId=c)
                 fsum += float(np.sqrt(f @ f))
                 tsum += float(np.sqrt(t @ t))
             elif bal is not None:
                 bal.apply(self.timestep)      # joint torques last one step
             p.stepSimulation(physicsClientId=c)
+        if assist:
+            self._ierr = np.array(ierr)
 
         root, lrot = self.char.pose()
         feet, pen = self.char.contacts()
@@ -900,7 +913,7 @@ class SwingLift:
         order, world, grounded), moving ``speeds (K,)`` m/s horizontally (``None``: not known,
         no lift), with world joint positions ``x (J, 3)`` (at any height) and rotations
         ``g (J, 4)``: the pose's forward kinematics, which the caller already has."""
-        from ..ik import two_bone_ik
+        from ..ik import two_bone_ik_t
         lrot = np.array(lrot, float)
         if speeds is None:
             return lrot
@@ -912,11 +925,14 @@ class SwingLift:
             if lift < 1e-4:
                 continue
             # the legs are apart below the hips: one leg's IK leaves the other's FK valid
-            ga, gb, _ = two_bone_ik(x[h], x[k], x[a], x[a] + np.array([0.0, 0.0, lift]),
-                                    g[h], g[k])
-            lrot[h] = quat.mul(quat.conj(g[self.sk.parents[h]]), ga)
-            lrot[k] = quat.mul(quat.conj(ga), gb)
-            lrot[a] = quat.mul(quat.conj(gb), g[a])
+            # (one chain, one frame: plain floats, ``two_bone_ik``'s arithmetic)
+            xa = x[a].tolist()
+            ga, gb, _ = two_bone_ik_t(x[h].tolist(), x[k].tolist(), xa,
+                                      (xa[0] + 0.0, xa[1] + 0.0, xa[2] + lift),
+                                      g[h].tolist(), g[k].tolist())
+            lrot[h] = quat.mul_t(quat.conj_t(g[self.sk.parents[h]].tolist()), ga)
+            lrot[k] = quat.mul_t(quat.conj_t(ga), gb)
+            lrot[a] = quat.mul_t(quat.conj_t(gb), g[a].tolist())
         return lrot
 
 
@@ -993,7 +1009,7 @@ class FrameRetargeter:
 
     def __call__(self, root_pos, lrot) -> tuple[np.ndarray, np.ndarray]:
         sk = self.source
-        lrot = [tuple(map(float, q)) for q in np.asarray(lrot, float)]
+        lrot = [tuple(q) for q in np.asarray(lrot, float).tolist()]
         gs = [lrot[0]] * len(lrot)
         for j in range(1, len(sk)):
             gs[j] = quat.mul_t(gs[sk.parents[j]], lrot[j])
