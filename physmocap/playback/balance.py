@@ -59,10 +59,11 @@ recovery steps; each option removes one measured way they failed (``BalanceSetti
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
 first frame; the live straight walk (from standing, its reference's feet level and grounded
-by its still feet) walks 20 s without a fall in each of six headings (10.8-11.3 of the
+by its still feet) walks 20 s without a fall in each of six headings (11.7-12.1 of the
 reference's 23.8 m; ``physical_diagnosis.py live_headings``; before the velocity term: down
-at 1.5-2.5 s); the live stop and go is up 20 s in 2 of 6 headings and down at 4.8-9.9 s in
-the others, and it does not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
+at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6 headings (18 of 28 headings; 7 of
+28 before the 0.15 s ``capture_blend``) and down at 4.4-10.3 s in the others, and it does
+not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
@@ -151,7 +152,12 @@ class BalanceSettings:
         capture, capture_forward, capture_width, capture_blend: foot placement at the
             capture point of the linear inverted pendulum (``com + v / ω``, ``ω = √(g/h)``),
             ``capture_forward`` m ahead of it and ``capture_width`` m outward, blended in
-            over the first ``capture_blend`` s of the swing (``swing_ik`` only).
+            over the first ``capture_blend`` s of the swing (``swing_ik`` only). ``STEPPING``
+            blends over 0.15 s: a body slower than its reference (it walks at about half the
+            reference's speed) takes swings shorter than 0.3 s, which landed part-way to the
+            reference's own place, far ahead of its centre of mass; the body stopped there and
+            fell backward (the live stop and go restarting after a stand: up 20 s in 7 of 28
+            runs, now 18 of 28; README, "Measured").
         recover_dist, recover_s, recover_wait: recovery steps (``_recovery``; 0 = none):
             once the reference has stood on both feet ``recover_wait`` s, a step whenever the
             body's capture point is more than ``recover_dist`` m from the middle of its feet,
@@ -244,10 +250,11 @@ DRIVES = ("torque", "motors")
 # Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
 # reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
 # Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
-# without a fall; the live stop and go in 2 of 6 headings; the Bandai walk up its 9.1 s.
+# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk up its 9.1 s.
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
+                           capture_blend=0.15,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
                            recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
