@@ -214,8 +214,9 @@ def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
 
 PHYS_COLS = (  # key, header, scale, format
     ("tracking_error_m", "track cm", 100, "8.2f"), ("pose_error_m", "pose cm", 100, "7.2f"),
-    ("assist_mean_n", "assist N", 1, "8.0f"), ("assist_max_n", "max N", 1, "6.0f"), ("penetration_max_mm", "pen mm", 1, "6.1f"),
-    ("skate_mm", "skate", 1, "6.2f"), ("sim_mpjpe_m", "body cm", 100, "7.1f"),
+    ("assist_mean_n", "assist N", 1, "8.0f"), ("assist_max_n", "max N", 1, "6.0f"),
+    ("penetration_max_mm", "pen mm", 1, "6.1f"), ("skate_mm", "skate", 1, "6.2f"),
+    ("sim_mpjpe_m", "body cm", 100, "7.1f"),
     ("kin_mpjpe_m", "kin cm", 100, "6.1f"), ("sim_lower_m", "lower", 100, "6.1f"),
     ("kin_lower_m", "kin", 100, "5.1f"), ("hand_sim_ref_m", "hand-ref", 100, "8.2f"),
     ("hand_sim_ctrl_m", "ctrl cm", 100, "7.2f"), ("hand_kin_ctrl_m", "kin", 100, "5.2f"),
