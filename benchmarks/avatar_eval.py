@@ -3,6 +3,7 @@ the body reconstructed, errors measured against the clip itself.
 
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
                                      [--plot DIR] [--still-hands]
+                                     [--physics [--mode physical [--balance stepping]]]
 
 ``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
 yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
@@ -40,6 +41,24 @@ the database rate, contacts detected as the database does) are printed beside th
 settings (feature weights, search interval, springs, alignment) were chosen on the ``--offset 0``
 split (and checked on ``--offset 3`` and ``7``); ``--offset 5`` holds out other clips and is the
 one to quote.
+
+``--physics [--mode assist|physical] [--balance none|stepping]``: the ``mm 3-point`` output of
+each clip is also tracked on the simulated body exactly as ``physmocap avatar --physics`` does
+(``playback.track.track_any``: retargeted onto the humanoid, then ``track``), and the script
+prints the physics report (tracking error against the reference it followed, and ``pose``: the
+same with joints relative to the root, until the first fall; root assist force,
+penetration, foot skate during the simulated contacts, falls and the first fall's time,
+frames/s) beside the truth clip's own, tracked the same way, and the simulated body against the
+truth. The body has its own bone lengths, so the truth and the controllers are carried onto it
+by the SAME map as the avatar's motion (the avatar's retarget reference pose for the rotations;
+the retarget's root scale and floor for positions: a similarity about the floor): ``body``/
+``lower`` compare the simulated body with the truth retargeted that way, beside the retargeted
+kinematic avatar (``kin``) against the same, so the columns differ only by what the physics
+changed. Hands: ``hand-ref`` is the simulated wrists' distance to the retargeted avatar's (the
+physics' own loss, same skeleton); ``ctrl`` their distance to the carried controllers, beside
+the retargeted avatar's own (the humanoid's arm proportions differ from the capture's, so even a
+perfect tracker misses the controllers by the retarget loss; no IK runs on the body), and the
+share of wrist-frames within 1 cm of the controller.
 """
 from __future__ import annotations
 
@@ -54,7 +73,8 @@ from scipy.spatial import cKDTree
 from physmocap import quat
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_report,
-                                       extract_track, naive_avatar, run_avatar)
+                                       extract_track, find_tracked_joints, lower_body_joints,
+                                       naive_avatar, run_avatar)
 from physmocap.matching.database import build_database, resample
 from physmocap.matching.trajectory import facing_from_yaw, yaw_of
 from physmocap.tracking import ThreePointTrack
@@ -92,8 +112,6 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from physmocap.matching.avatar import lower_body_joints
-
     def ankle_fwd(motion):
         sk = motion.skeleton
         hip_l, hip_r = sk.index("UpperLeg_L"), sk.index("UpperLeg_R")
@@ -128,6 +146,91 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     plt.close(fig)
 
 
+def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
+    """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
+    ``physmocap avatar --physics`` does, its physics report, and the simulated body against
+    ``truth`` and the controllers carried onto the body (see the module docstring)."""
+    from physmocap.matching.retarget import joint_map, reference_pose, retarget
+    from physmocap.motion import Motion
+    from physmocap.playback.track import FrameRetargeter, track_any
+
+    res = track_any(motion, body, mode=mode, settings=settings)
+    rep = res.report()
+    sk = body.skeleton
+    # one map from the capture's world and skeleton onto the body's for avatar, truth and
+    # controllers: the avatar's reference pose (as retarget picks it) and root scale / floor
+    rest = reference_pose(motion.skeleton, motion.meta.get("up") or "z", motion.lrot[0], sk,
+                          motion=(motion.lrot, motion.root_pos, motion.fps))
+    kin = retarget(motion, sk, source_rest=rest)          # what track_any handed to track
+    fr = FrameRetargeter.from_motion(motion, sk)
+    ratio, floor = fr.ratio, fr.floor
+
+    def carry(p):
+        p = np.asarray(p, float)
+        return np.concatenate([p[..., :2] * ratio, (p[..., 2:] - floor) * ratio], axis=-1)
+
+    tr = resample(truth, motion.fps)
+    tr_kin = retarget(tr, sk, source_rest=rest)
+    tr_body = Motion(sk, tr.fps, carry(tr.root_pos), tr_kin.lrot)
+    n = min(res.motion.n_frames, tr_body.n_frames, kin.n_frames)
+    sim_g, kin_g, tr_g = res.motion.gpos[:n], kin.gpos[:n], tr_body.gpos[:n]
+    low = lower_body_joints(sk, ("LeftFoot", "RightFoot"))
+    src = joint_map(motion.skeleton, sk)
+    wrists = [int(np.flatnonzero(src == j)[0]) for j in find_tracked_joints(motion.skeleton)[1:]]
+    ctrl = carry(np.array(rec.hand_target)[:n])                               # (n, 2, 3)
+    d_sim = np.linalg.norm(sim_g[:, wrists] - ctrl, axis=-1)
+    d_kin = np.linalg.norm(kin_g[:, wrists] - ctrl, axis=-1)
+    # the truth itself on the body, the same way: what the physics does to a real motion
+    t_rep = track_any(tr, body, mode=mode, settings=settings).report()
+    falls = rep["falls"]
+    # the pose alone (joints relative to the root, world axes) until the first fall: a fully
+    # physical body that lags its reference has a world error growing with the distance walked
+    up = falls[0]["frame"] if falls else res.motion.n_frames
+    rel = lambda g: g[:up] - g[:up, :1]                                       # noqa: E731
+    pose = float(np.linalg.norm(rel(res.motion.gpos) - rel(res.reference.gpos), axis=-1).mean())
+    return {
+        "pose_error_m": pose,
+        "truth_tracking_error_m": t_rep["tracking_error_m"],
+        "truth_assist_mean_n": t_rep["root_assist_force_mean_n"],
+        "truth_penetration_max_mm": t_rep["penetration_max_mm"],
+        "truth_skate_mm": t_rep["foot_skate_mm"], "truth_falls": len(t_rep["falls"]),
+        "frames": rep["frames"], "tracking_error_m": rep["tracking_error_m"],
+        "assist_mean_n": rep["root_assist_force_mean_n"],
+        "assist_max_n": rep["root_assist_force_max_n"],
+        "penetration_max_mm": rep["penetration_max_mm"], "skate_mm": rep["foot_skate_mm"],
+        "falls": len(falls), "first_fall_s": falls[0]["time_s"] if falls else None,
+        "fps": rep["frames_per_second"], "ratio": ratio, "n": n, "fps_clip": motion.fps,
+        "sim_mpjpe_m": float(np.linalg.norm(sim_g - tr_g, axis=-1).mean()),
+        "kin_mpjpe_m": float(np.linalg.norm(kin_g - tr_g, axis=-1).mean()),
+        "sim_lower_m": float(np.linalg.norm(sim_g[:, low] - tr_g[:, low], axis=-1).mean()),
+        "kin_lower_m": float(np.linalg.norm(kin_g[:, low] - tr_g[:, low], axis=-1).mean()),
+        "hand_sim_ref_m": float(np.linalg.norm(sim_g[:, wrists] - kin_g[:, wrists],
+                                               axis=-1).mean()),
+        "hand_sim_ctrl_m": float(d_sim.mean()), "hand_kin_ctrl_m": float(d_kin.mean()),
+        "sim_within_1cm": float(np.mean(d_sim <= 0.01)),
+        "kin_within_1cm": float(np.mean(d_kin <= 0.01)),
+    }
+
+
+PHYS_COLS = (  # key, header, scale, format
+    ("tracking_error_m", "track cm", 100, "8.2f"), ("pose_error_m", "pose cm", 100, "7.2f"),
+    ("assist_mean_n", "assist N", 1, "8.0f"), ("assist_max_n", "max N", 1, "6.0f"),
+    ("penetration_max_mm", "pen mm", 1, "6.1f"), ("skate_mm", "skate", 1, "6.2f"),
+    ("sim_mpjpe_m", "body cm", 100, "7.1f"),
+    ("kin_mpjpe_m", "kin cm", 100, "6.1f"), ("sim_lower_m", "lower", 100, "6.1f"),
+    ("kin_lower_m", "kin", 100, "5.1f"), ("hand_sim_ref_m", "hand-ref", 100, "8.2f"),
+    ("hand_sim_ctrl_m", "ctrl cm", 100, "7.2f"), ("hand_kin_ctrl_m", "kin", 100, "5.2f"),
+    ("sim_within_1cm", "<1cm %", 100, "6.1f"), ("kin_within_1cm", "kin %", 100, "6.1f"),
+    ("fps", "fr/s", 1, "5.0f"))
+
+
+def phys_line(label: str, r: dict) -> str:
+    fall = ("-" if not r["falls"] else str(r["falls"]) if r["first_fall_s"] is None
+            else f"{r['falls']}@{r['first_fall_s']:.1f}s")
+    return (f"{label:<28} " + " ".join(f"{scale * r[k]:{fmt}}" for k, _, scale, fmt in PHYS_COLS)
+            + f" {fall:>8}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--every", type=int, default=10, help="hold out every N-th clip")
@@ -138,7 +241,25 @@ def main() -> None:
     ap.add_argument("--plot", metavar="DIR", help="per-clip pictures of error and gait phase")
     ap.add_argument("--still-hands", action="store_true",
                     help="controllers held still in front of the body (no arm swing)")
+    ap.add_argument("--physics", action="store_true",
+                    help="also track mm 3-point's output on the simulated body (as avatar "
+                         "--physics)")
+    ap.add_argument("--mode", choices=("assist", "physical"), default="assist",
+                    help="with --physics: root assist or fully physical")
+    ap.add_argument("--balance", choices=("none", "stepping"), default="none",
+                    help="with --physics --mode physical: the stepping balance controller")
     args = ap.parse_args()
+    if args.balance == "stepping" and args.mode != "physical":
+        ap.error("--balance stepping needs --mode physical")
+    if args.physics:
+        from physmocap.playback.balance import STEPPING
+        from physmocap.playback.track import TrackingSettings
+        from physmocap.scene import load_body
+        body = load_body()
+        # the settings 'physmocap avatar --physics --balance' builds (cli._play_settings)
+        phys_settings = (TrackingSettings(balance=True, balance_gains=STEPPING)
+                         if args.balance == "stepping" else TrackingSettings())
+        phys_rows = []
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"
     files = sorted(folder.glob("*.bvh"))
@@ -177,11 +298,23 @@ def main() -> None:
             r = avatar_report(db, motion, rec, truth)
             rows[m].append(r)
             shown[m] = motion
+            if m == "mm 3-point":
+                rec3 = rec
             lat[m].extend(1000.0 * np.array(rec.seconds))
         truth_rows.append(r)
         print(f"  {files[i].stem[10:]:<28} " + "  ".join(
             f"{m} {rows[m][-1]['mpjpe_m']:.3f}/{rows[m][-1]['lower_body_error_m']:.3f}"
             for m in methods) + "  (mpjpe/lower m)", flush=True)
+        if args.physics:
+            m3 = "mm 3-point"
+            phys_rows.append(physics_row(shown[m3], rec3, truth, body, args.mode,
+                                         phys_settings))
+            r = phys_rows[-1]
+            print(f"    physics ({args.mode}): tracking {100 * r['tracking_error_m']:.2f} cm, "
+                  f"assist {r['assist_mean_n']:.0f}/{r['assist_max_n']:.0f} N, pen "
+                  f"{r['penetration_max_mm']:.1f} mm, falls {r['falls']}, body "
+                  f"{100 * r['sim_mpjpe_m']:.1f} cm (kin {100 * r['kin_mpjpe_m']:.1f}), hands "
+                  f"{100 * r['hand_sim_ctrl_m']:.2f} cm from ctrl", flush=True)
         if args.plot:
             plot_clip(Path(args.plot), files[i].stem[10:], truth, shown, db)
 
@@ -216,6 +349,58 @@ def main() -> None:
                 f"{m}: {np.average([rows[m][n]['mpjpe_m'] for n in sel], weights=ws):.3f}/"
                 f"{np.average([rows[m][n]['lower_body_error_m'] for n in sel], weights=ws):.3f}"
                 for m in methods) + "  (mpjpe/lower m)")
+
+    if args.physics:
+        print_physics(args, [files[i].stem[10:] for i in held], phys_rows)
+
+
+def print_physics(args, names: list[str], rows: list[dict]) -> None:
+    """Per clip and frame-weighted over all clips: the physics figures of ``physics_row``."""
+    bal = f", balance {args.balance}" if args.mode == "physical" else ""
+    print(f"\nmm 3-point on the simulated body ({args.mode}{bal}): physics report (track = "
+          "joints to the reference it followed; pose = the same relative to the root, until a "
+          "fall), body/lower = joints to the truth carried onto "
+          "the body (kin = the retargeted avatar, no physics), hand-ref = simulated wrists to "
+          "the retargeted avatar's, ctrl = wrists to the carried controllers")
+    head = f"{'clip':<28} " + " ".join(f"{h:>{int(fmt.split('.')[0])}}"
+                                        for _, h, _, fmt in PHYS_COLS) + f" {'falls':>8}"
+    print(head)
+    print("-" * len(head))
+    for name, r in zip(names, rows):
+        print(phys_line(name, r))
+    w = np.array([r["frames"] for r in rows], float)
+    total = {k: float(np.average([r[k] for r in rows], weights=w)) for k, *_ in PHYS_COLS}
+    total.update(assist_max_n=max(r["assist_max_n"] for r in rows),
+                 penetration_max_mm=max(r["penetration_max_mm"] for r in rows),
+                 falls=sum(r["falls"] for r in rows), first_fall_s=None,
+                 fps=float(np.median([r["fps"] for r in rows])))
+    print("-" * len(head))
+    print(phys_line(f"all ({int(w.sum())} frames)", total).rstrip()
+          + "   (max of assist and penetration, median fr/s)")
+    tw = {k: float(np.average([r["truth_" + k] for r in rows], weights=w))
+          for k in ("tracking_error_m", "assist_mean_n", "skate_mm")}
+    print(f"the truth clips tracked the same way: track {100 * tw['tracking_error_m']:.2f} cm, "
+          f"assist {tw['assist_mean_n']:.0f} N mean, penetration "
+          f"{max(r['truth_penetration_max_mm'] for r in rows):.1f} mm max, skate "
+          f"{tw['skate_mm']:.2f} mm/frame, falls {sum(r['truth_falls'] for r in rows)} "
+          f"(skate = the ankle's travel while its foot touches, heel and toe roll included)")
+    fell = [(n, r["first_fall_s"]) for n, r in zip(names, rows) if r["falls"]]
+    print(f"clips with a fall: {len(fell)} of {len(rows)}"
+          + (": " + ", ".join(f"{n} at {t:.1f} s" for n, t in fell) if fell else ""))
+    if fell:
+        up = sum(r["first_fall_s"] if r["falls"] else r["frames"] / r["fps_clip"] for r in rows)
+        print(f"  first fall after {np.median([t for _, t in fell]):.1f} s median; upright "
+              f"{up:.0f} of {sum(r['frames'] / r['fps_clip'] for r in rows):.0f} s in all "
+              f"(every figure after a fall compares a body on the ground with a walk)")
+    print(f"body scale: the humanoid's hips at {min(r['ratio'] for r in rows):.3f}-"
+          f"{max(r['ratio'] for r in rows):.3f} of the capture's (retarget root ratio)")
+    if args.mode != "assist":
+        return
+    ok = {True: "met", False: "MISSED"}
+    print(f"targets (assist): tracking <= 3 cm: {ok[total['tracking_error_m'] <= 0.03]}"
+          f" ({100 * total['tracking_error_m']:.2f}); penetration <= 10 mm: "
+          f"{ok[total['penetration_max_mm'] <= 10]} "
+          f"({total['penetration_max_mm']:.1f} max)")
 
 
 if __name__ == "__main__":

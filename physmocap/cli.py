@@ -476,10 +476,9 @@ def cmd_play(args) -> int:
     """Physical playback of a fixed motion (BVH or DeepMimic clip) on the simulated body."""
     from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
-    from .matching.retarget import retarget
-    from .playback.track import track
+    from .playback.track import track_any
     from .progress import Progress
-    from .scene import load_body, load_environment
+    from .scene import load_environment
 
     if Path(args.motion).suffix.lower() == ".npz":
         return _play_live(args)
@@ -491,12 +490,9 @@ def cmd_play(args) -> int:
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
                              args.motion)
-    body = load_body()
-    if motion.skeleton.names != body.skeleton.names:
-        motion = retarget(motion, body.skeleton)
     env = load_environment(args.scene) if args.scene else None
-    result = track(motion, body, mode=args.mode, settings=_play_settings(args),
-                   progress=Progress(not args.quiet), environment=env)
+    result = track_any(motion, mode=args.mode, settings=_play_settings(args),
+                       progress=Progress(not args.quiet), environment=env)
     write_bvh(result.motion, args.output)
     rep = result.report()
     rep.update(source=str(args.motion), output=str(args.output))
@@ -601,6 +597,7 @@ def cmd_avatar(args) -> int:
     from .io.bvh import read_bvh
     from .matching.database import load_database
 
+    settings = _play_settings(args)      # before the long run: --balance needs --mode physical
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
     db = load_database(args.inputs[0])
@@ -611,12 +608,9 @@ def cmd_avatar(args) -> int:
     if args.physics:
         # the avatar's motion on the simulated body: retargeted, then tracked with gravity and
         # ground contact (the hands then follow the controllers only as well as the body tracks)
-        from .matching.retarget import retarget
-        from .playback.track import track
-        from .scene import load_body
-        body = load_body()
-        physics = track(retarget(motion, body.skeleton), body, mode=args.mode,
-                        progress=Progress(not args.quiet))
+        from .playback.track import track_any
+        physics = track_any(motion, mode=args.mode, settings=settings,
+                            progress=Progress(not args.quiet))
         write_bvh(physics.motion, args.output)
     else:
         write_bvh(motion, args.output)
@@ -627,7 +621,7 @@ def cmd_avatar(args) -> int:
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
     if physics is not None:
-        rep["physics"] = physics.report()
+        rep["physics"] = dict(physics.report(), balance=args.balance)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
     if not args.quiet:
@@ -645,7 +639,8 @@ def cmd_avatar(args) -> int:
         if physics is not None:
             ph = rep["physics"]
             print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
-                  f"assist {ph['root_assist_force_mean_n']:.0f} N mean, falls {len(ph['falls'])}")
+                  f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
+                  f"{ph['penetration_max_mm']:.1f} mm max, falls {len(ph['falls'])}")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -818,6 +813,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "and the report gains a 'physics' section")
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
                     help="with --physics: root assist or fully physical (see play)")
+    sp.add_argument("--balance", choices=("none", "stepping"), default="none",
+                    help="with --physics --mode physical: balance feedback (see play)")
     sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
                 "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
     sp.set_defaults(parser=sp)

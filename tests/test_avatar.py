@@ -22,6 +22,8 @@ from physmocap.matching.avatar import (POINT_GROUPS, Avatar, avatar_feature_spec
                                        rest_frame, run_avatar)
 from physmocap.matching.database import build_database, resample, save_database
 from physmocap.motion import Motion
+from physmocap.playback.track import TrackingSettings
+from physmocap.scene import load_body
 from physmocap.skeleton import Skeleton
 from physmocap.tracking import ThreePointTrack
 
@@ -440,9 +442,15 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
     assert "simulated (assist)" in capsys.readouterr().out
     rep = json.loads((tmp_path / "r.json").read_text())
     ph = rep["physics"]
-    assert ph["mode"] == "assist" and not ph["falls"]
-    # a walking avatar on the body: the 3 cm target for assisted playback
-    assert ph["tracking_error_m"] < 0.03
+    assert ph["mode"] == "assist" and ph["balance"] == "none" and not ph["falls"]
+    # a walking avatar on the body: the targets for assisted playback (3 cm, 1 cm)
+    assert ph["tracking_error_m"] < 0.03 and ph["penetration_max_mm"] <= 10.0
+    # the other figures: the root assist (bounded by its clamp; the legs carry part
+    # of the weight), foot skate during the simulated contacts
+    limit = TrackingSettings().assist_max_force
+    assert 0 < ph["root_assist_force_mean_n"] <= ph["root_assist_force_max_n"] <= limit + 1e-6
+    assert ph["root_assist_force_mean_n"] < 0.8 * 9.81 * load_body().total_mass
+    assert 0 <= ph["foot_skate_mm"] < 30 and all(0.2 < c < 0.9 for c in ph["contact_fraction"])
     sim = read_bvh(tmp_path / "sim.bvh")
     assert sim.skeleton.names[0] == "Hips" and "LeftUpperLeg" in sim.skeleton.names
     assert sim.n_frames == rep["frames"]
@@ -451,6 +459,12 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
 def test_cli_errors(tmp_path, small_db, capsys):
     db, _ = small_db
     save_database(db, tmp_path / "db.npz")
+    # stepping balance is for a fully physical body: refused before any work
+    with pytest.raises(SystemExit) as exc:
+        main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
+              "-o", str(tmp_path / "a.bvh"), "--physics", "--balance", "stepping"])
+    assert exc.value.code == 2
+    assert "--balance stepping needs --mode physical" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + "\n" + _row(0.0) + "\n")
     assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(bad), "-o",

@@ -8,7 +8,7 @@ import pytest
 from physmocap import quat
 from physmocap.errors import SettingsError, ShapeError
 from physmocap.motion import Motion
-from physmocap.playback import (FrameRetargeter, Tracker, TrackingSettings, track)
+from physmocap.playback import FrameRetargeter, Tracker, TrackingSettings, track, track_any
 from physmocap.scene import load_body
 
 
@@ -298,6 +298,22 @@ def test_frame_retargeter_matches_retarget(body, data_dir):
         rp, lr = fr(src.root_pos[f], src.lrot[f])
         assert np.allclose(rp, whole.root_pos[f], atol=1e-9)
         assert np.all(quat.angle(lr, whole.lrot[f]) < 1e-6)
+
+
+def test_track_any_retargets_other_skeletons_first(body, data_dir):
+    """``track_any`` (``play`` and ``avatar --physics``): a clip on another skeleton is exactly
+    ``track(retarget(clip, body.skeleton))``; a motion on the body's joints is tracked as is."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    short = Motion(src.skeleton, src.fps, src.root_pos[:15], src.lrot[:15])
+    for m, ref in ((short, retarget(short, body.skeleton)), (standing(body, 0.25), None)):
+        got, want = track_any(m, body), track(ref or m, body)
+        assert got.motion.skeleton.names == body.skeleton.names
+        np.testing.assert_array_equal(got.motion.root_pos, want.motion.root_pos)
+        np.testing.assert_array_equal(got.motion.lrot, want.motion.lrot)
+    with pytest.raises(SettingsError, match="known"):
+        track_any(short, body, mode="ghost")
 
 
 def bandai_names(src):

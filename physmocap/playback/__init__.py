@@ -3,9 +3,9 @@
 from .balance import BalanceSettings
 from .character import Character
 from .track import (MODES, FrameRetargeter, Tracker, TrackingSettings, TrackResult,
-                    ground_motion, level_feet, loop_motion, track)
+                    ground_motion, level_feet, loop_motion, track, track_any)
 from .live import LivePlayback, LiveResult, run_live
 
 __all__ = ["BalanceSettings", "Character", "MODES", "FrameRetargeter", "Tracker",
            "TrackingSettings", "TrackResult", "ground_motion", "level_feet", "loop_motion",
-           "track", "LivePlayback", "LiveResult", "run_live"]
+           "track", "track_any", "LivePlayback", "LiveResult", "run_live"]

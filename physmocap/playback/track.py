@@ -38,7 +38,8 @@ from .balance import BalanceController, BalanceSettings
 from .character import Character, foot_joints, leg_chains
 from .environment import Holds, add_objects
 
-__all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "FrameRetargeter", "MODES"]
+__all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "track_any", "FrameRetargeter",
+           "MODES"]
 
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
@@ -706,6 +707,21 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
                    seconds * F / max(F - 1, 1), source=f"physics playback ({mode})",
                    environment=environment, hold_error_m=hold_err)
+
+
+def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
+              settings: TrackingSettings = TrackingSettings(), progress=None,
+              environment: Environment | None = None) -> TrackResult:
+    """``track`` a motion on any skeleton, as ``physmocap play`` and ``avatar --physics`` do:
+    ``matching.retarget.retarget`` onto ``body.skeleton`` first unless the motion already has
+    the body's joints (then it keeps its own limb lengths, see ``track``). Arguments as
+    ``track``; ``result.reference`` is on the body's skeleton."""
+    body = body or load_body()
+    if motion.skeleton.names != body.skeleton.names:
+        from ..matching.retarget import retarget     # matching is pure numpy; no cycle
+        motion = retarget(motion, body.skeleton)
+    return track(motion, body, mode=mode, settings=settings, progress=progress,
+                 environment=environment)
 
 
 def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,
