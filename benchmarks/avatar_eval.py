@@ -56,9 +56,9 @@ the retarget's root scale and floor for positions: a similarity about the floor)
 kinematic avatar (``kin``) against the same, so the columns differ only by what the physics
 changed. Hands: ``hand-ref`` is the simulated wrists' distance to the retargeted avatar's (the
 physics' own loss, same skeleton); ``ctrl`` their distance to the carried controllers, beside
-the retargeted avatar's own (the humanoid's arm proportions differ from the capture's, so even a
-perfect tracker misses the controllers by the retarget loss; no IK runs on the body), and the
-share of wrist-frames within 1 cm of the controller.
+the retargeted avatar's own (its arms bent again on the body to reach them:
+``matching.avatar.avatar_on_body``; before, the humanoid's other arm proportions left the
+retargeted wrists 7.3 cm off), and the share of wrist-frames within 1 cm of the controller.
 """
 from __future__ import annotations
 
@@ -72,9 +72,9 @@ from scipy.spatial import cKDTree
 
 from physmocap import quat
 from physmocap.io.bvh import read_bvh
-from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_report,
-                                       extract_track, find_tracked_joints, lower_body_joints,
-                                       naive_avatar, run_avatar)
+from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_on_body,
+                                       avatar_report, extract_track, find_tracked_joints,
+                                       lower_body_joints, naive_avatar, run_avatar)
 from physmocap.matching.database import build_database, resample
 from physmocap.matching.trajectory import facing_from_yaw, yaw_of
 from physmocap.tracking import ThreePointTrack
@@ -150,24 +150,24 @@ def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
     ``physmocap avatar --physics`` does, its physics report, and the simulated body against
     ``truth`` and the controllers carried onto the body (see the module docstring)."""
-    from physmocap.matching.retarget import joint_map, reference_pose, retarget
+    from physmocap.matching.retarget import (joint_map, reference_pose, retarget, root_scale,
+                                             scale_points)
     from physmocap.motion import Motion
-    from physmocap.playback.track import FrameRetargeter, track_any
+    from physmocap.playback.track import track_any
 
-    res = track_any(motion, body, mode=mode, settings=settings)
+    on_body = avatar_on_body(motion, rec, body.skeleton)     # as 'avatar --physics' does
+    res = track_any(on_body, body, mode=mode, settings=settings)
     rep = res.report()
     sk = body.skeleton
     # one map from the capture's world and skeleton onto the body's for avatar, truth and
     # controllers: the avatar's reference pose (as retarget picks it) and root scale / floor
     rest = reference_pose(motion.skeleton, motion.meta.get("up") or "z", motion.lrot[0], sk,
                           motion=(motion.lrot, motion.root_pos, motion.fps))
-    kin = retarget(motion, sk, source_rest=rest)          # what track_any handed to track
-    fr = FrameRetargeter.from_motion(motion, sk)
-    ratio, floor = fr.ratio, fr.floor
+    kin = on_body                                         # what track_any handed to track
+    ratio, floor = root_scale(motion, sk)
 
     def carry(p):
-        p = np.asarray(p, float)
-        return np.concatenate([p[..., :2] * ratio, (p[..., 2:] - floor) * ratio], axis=-1)
+        return scale_points(p, ratio, floor)
 
     tr = resample(truth, motion.fps)
     tr_kin = retarget(tr, sk, source_rest=rest)

@@ -606,11 +606,14 @@ def cmd_avatar(args) -> int:
     motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))
     physics = None
     if args.physics:
-        # the avatar's motion on the simulated body: retargeted, then tracked with gravity and
-        # ground contact (the hands then follow the controllers only as well as the body tracks)
+        # the avatar's motion on the simulated body: retargeted, its arms reaching the
+        # controllers again, then tracked with gravity and ground contact (the hands then follow
+        # the controllers only as well as the body tracks)
         from .playback.track import track_any
-        physics = track_any(motion, mode=args.mode, settings=settings,
-                            progress=Progress(not args.quiet))
+        from .scene import load_body
+        body = load_body()
+        physics = track_any(av.avatar_on_body(motion, record, body.skeleton), body,
+                            mode=args.mode, settings=settings, progress=Progress(not args.quiet))
         write_bvh(physics.motion, args.output)
     else:
         write_bvh(motion, args.output)

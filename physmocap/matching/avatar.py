@@ -60,12 +60,12 @@ from .database import PoseDatabase, build_database, find_joint, resample
 from .features import (ExtraFeature, FeatureDatabase, FeatureSpec, compute_features,
                        valid_mask)
 from .metrics import foot_skate_mm, jitter
-from .retarget import HUMANOID_NAME_MAP
+from .retarget import HUMANOID_NAME_MAP, retarget, root_scale, scale_points
 from .search import SearchIndex
 from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
-           "AvatarRecord", "run_avatar", "naive_avatar", "lower_body_joints", "avatar_report",
+           "AvatarRecord", "run_avatar", "avatar_on_body", "naive_avatar", "lower_body_joints", "avatar_report",
            "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec", "avatar_features"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
@@ -663,6 +663,34 @@ def run_avatar(avatar: Avatar, n_frames: int | None = None, progress=None
             progress("avatar", i + 1, n)
     return Motion(sk, 1.0 / avatar.dt, root, quat.normalize(lrot),
                   {"source": "three-point avatar", "up": avatar.ctrl.db.up}), avatar.record
+
+
+def avatar_on_body(motion: Motion, record: AvatarRecord, skeleton: Skeleton) -> Motion:
+    """The avatar's ``motion`` retargeted onto ``skeleton`` (another body: ``retarget``), its
+    arms bent again so the wrists reach the controllers carried into the retargeted world
+    (``root_scale``, ``scale_points``): retargeting by joint angles alone keeps the capture's
+    arm pose on the body's arm lengths, and the wrists miss the controllers (the humanoid's
+    by 7.3 cm on average, ``benchmarks/avatar_eval.py --physics``). Each elbow keeps its
+    current bend plane, each hand its world rotation; a controller out of reach is pointed at.
+    Returns the ``Motion`` on ``skeleton`` (``F`` frames, as ``motion``)."""
+    out = retarget(motion, skeleton)
+    ratio, floor = root_scale(motion, skeleton)
+    n = min(len(record.hand_target), out.n_frames)
+    if n == 0:
+        return out
+    targets = scale_points(np.asarray(record.hand_target[:n], float), ratio, floor)  # (n,2,3)
+    par = np.asarray(skeleton.parents)
+    C = np.array(find_tracked_joints(skeleton)[1:])
+    B = par[C]
+    A = par[B]
+    gpos, grot = out.gpos[:n], out.grot[:n]
+    ga, gb, _ = two_bone_ik(gpos[:, A], gpos[:, B], gpos[:, C], targets, grot[:, A],
+                            grot[:, B])
+    lrot = np.array(out.lrot)
+    lrot[:n, A] = quat.mul(quat.conj(grot[:, par[A]]), ga)
+    lrot[:n, B] = quat.mul(quat.conj(ga), gb)
+    lrot[:n, C] = quat.mul(quat.conj(gb), grot[:, C])
+    return Motion(skeleton, out.fps, out.root_pos, quat.normalize(lrot), dict(out.meta))
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
 __all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "planted_frames",
-           "HUMANOID_NAME_MAP"]
+           "root_scale", "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -258,6 +258,23 @@ def planted_feet(skeleton: Skeleton, pose: np.ndarray, lrot: np.ndarray, root_po
     return quat.normalize(pose)
 
 
+def root_scale(source: Motion, target: Skeleton) -> tuple[float, float]:
+    """How ``retarget`` carries the source's world onto the target: the ratio of hip heights
+    above the floor (leg lengths; 1 when the target's root offset is not above its origin) and
+    the source's floor (m, its lowest joint over the take). See ``scale_points``."""
+    floor = float(np.min(source.gpos[..., 2]))
+    h_s = float(np.median(source.gpos[:, 0, 2])) - floor
+    h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
+    return (float(h_t / h_s) if h_s > 1e-6 else 1.0), floor
+
+
+def scale_points(p: np.ndarray, ratio: float, floor: float) -> np.ndarray:
+    """``(..., 3)`` m source-world points in the retargeted world: scaled by ``ratio`` about
+    the floor below the origin (``root_scale``)."""
+    p = np.asarray(p, float)
+    return np.concatenate([p[..., :2] * ratio, (p[..., 2:] - floor) * ratio], axis=-1)
+
+
 def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None = None,
              source_rest: np.ndarray | None = None) -> Motion:
     """Drive ``target`` with ``source``'s motion.
@@ -288,12 +305,7 @@ def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None =
             continue
         g_t[:, j] = quat.mul(source.grot[:, js], pre[j])
         lrot[:, j] = g_t[:, j] if p < 0 else quat.mul(quat.conj(g_t[:, p]), g_t[:, j])
-    # Root trajectory scaled by hip height (leg length) ratio.
-    root_s = source.root_pos
-    h_s = np.median(source.gpos[:, 0, 2]) - np.min(source.gpos[..., 2])
-    h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
-    ratio = h_t / h_s if h_s > 1e-6 else 1.0
-    floor = np.min(source.gpos[..., 2])
-    root = np.column_stack([root_s[:, :2] * ratio, (root_s[:, 2] - floor) * ratio])
+    ratio, floor = root_scale(source, target)
+    root = scale_points(source.root_pos, ratio, floor)
     return Motion(target, source.fps, root, quat.normalize(lrot),
                   {"retargeted_from": source.meta.get("path", "")})

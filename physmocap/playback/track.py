@@ -1014,12 +1014,10 @@ class FrameRetargeter:
     @classmethod
     def from_motion(cls, motion: Motion, target: Skeleton, name_map: dict | None = None
                     ) -> "FrameRetargeter":
-        h_s = np.median(motion.gpos[:, 0, 2]) - np.min(motion.gpos[..., 2])
-        h_t = target.offsets[0, 2] if target.offsets[0, 2] > 0 else h_s
-        from ..matching.retarget import reference_pose
+        from ..matching.retarget import reference_pose, root_scale
         up = motion.meta.get("up") or "z"
-        return cls(motion.skeleton, target, h_t / h_s if h_s > 1e-6 else 1.0,
-                   float(np.min(motion.gpos[..., 2])), name_map, up,
+        ratio, floor = root_scale(motion, target)
+        return cls(motion.skeleton, target, ratio, floor, name_map, up,
                    reference_pose(motion.skeleton, up, motion.lrot[0], target, name_map,
                                   motion=(motion.lrot, motion.root_pos, motion.fps)))
 
