@@ -19,7 +19,7 @@ from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
 __all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "planted_frames",
-           "root_scale", "HUMANOID_NAME_MAP"]
+           "root_scale", "scale_points", "HUMANOID_NAME_MAP"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
