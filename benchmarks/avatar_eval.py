@@ -166,18 +166,15 @@ def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
     kin = on_body                                         # what track_any handed to track
     ratio, floor = root_scale(motion, sk)
 
-    def carry(p):
-        return scale_points(p, ratio, floor)
-
     tr = resample(truth, motion.fps)
     tr_kin = retarget(tr, sk, source_rest=rest)
-    tr_body = Motion(sk, tr.fps, carry(tr.root_pos), tr_kin.lrot)
+    tr_body = Motion(sk, tr.fps, scale_points(tr.root_pos, ratio, floor), tr_kin.lrot)
     n = min(res.motion.n_frames, tr_body.n_frames, kin.n_frames)
     sim_g, kin_g, tr_g = res.motion.gpos[:n], kin.gpos[:n], tr_body.gpos[:n]
     low = lower_body_joints(sk, ("LeftFoot", "RightFoot"))
     src = joint_map(motion.skeleton, sk)
     wrists = [int(np.flatnonzero(src == j)[0]) for j in find_tracked_joints(motion.skeleton)[1:]]
-    ctrl = carry(np.array(rec.hand_target)[:n])                               # (n, 2, 3)
+    ctrl = scale_points(np.array(rec.hand_target)[:n], ratio, floor)         # (n, 2, 3)
     d_sim = np.linalg.norm(sim_g[:, wrists] - ctrl, axis=-1)
     d_kin = np.linalg.norm(kin_g[:, wrists] - ctrl, axis=-1)
     # the truth itself on the body, the same way: what the physics does to a real motion
@@ -252,13 +249,10 @@ def main() -> None:
     if args.balance == "stepping" and args.mode != "physical":
         ap.error("--balance stepping needs --mode physical")
     if args.physics:
-        from physmocap.playback.balance import STEPPING
-        from physmocap.playback.track import TrackingSettings
+        from physmocap.playback.track import balance_settings
         from physmocap.scene import load_body
         body = load_body()
-        # the settings 'physmocap avatar --physics --balance' builds (cli._play_settings)
-        phys_settings = (TrackingSettings(balance=True, balance_gains=STEPPING)
-                         if args.balance == "stepping" else TrackingSettings())
+        phys_settings = balance_settings(args.balance)     # as 'avatar --physics --balance'
         phys_rows = []
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"

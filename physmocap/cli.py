@@ -521,13 +521,10 @@ def _print_holds(rep: dict) -> None:
 def _play_settings(args):
     """``TrackingSettings`` of ``play``: ``--balance stepping`` gives a fully physical body the
     stepping balance controller (``playback.balance.STEPPING``)."""
-    from .playback.balance import STEPPING
-    from .playback.track import TrackingSettings
-    if args.balance == "stepping":
-        if args.mode != "physical":
-            args.parser.error("--balance stepping needs --mode physical")
-        return TrackingSettings(balance=True, balance_gains=STEPPING)
-    return TrackingSettings()
+    from .playback.track import balance_settings
+    if args.balance == "stepping" and args.mode != "physical":
+        args.parser.error("--balance stepping needs --mode physical")
+    return balance_settings(args.balance)
 
 
 def _play_live(args) -> int:

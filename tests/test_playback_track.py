@@ -11,6 +11,8 @@ from physmocap.motion import Motion
 from physmocap.playback import FrameRetargeter, Tracker, TrackingSettings, track, track_any
 from physmocap.scene import load_body
 
+WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
+
 
 @pytest.fixture(scope="module")
 def body():
@@ -280,7 +282,7 @@ def test_assist_clamped(body):
 
 def test_wrong_skeleton_rejected(body, data_dir):
     from physmocap.io.bvh import read_bvh
-    m = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    m = read_bvh(data_dir / WALK_001)
     with pytest.raises(ShapeError, match="retarget"):
         track(m, body)
     with pytest.raises(SettingsError, match="known"):
@@ -290,7 +292,7 @@ def test_wrong_skeleton_rejected(body, data_dir):
 def test_frame_retargeter_matches_retarget(body, data_dir):
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.retarget import retarget
-    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    src = read_bvh(data_dir / WALK_001)
     nm = bandai_names(src)
     whole = retarget(src, body.skeleton, name_map=nm)
     fr = FrameRetargeter.from_motion(src, body.skeleton, name_map=nm)
@@ -305,7 +307,7 @@ def test_track_any_retargets_other_skeletons_first(body, data_dir):
     ``track(retarget(clip, body.skeleton))``; a motion on the body's joints is tracked as is."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.retarget import retarget
-    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    src = read_bvh(data_dir / WALK_001)
     short = Motion(src.skeleton, src.fps, src.root_pos[:15], src.lrot[:15])
     for m, ref in ((short, retarget(short, body.skeleton)), (standing(body, 0.25), None)):
         got, want = track_any(m, body), track(ref or m, body)
@@ -363,7 +365,7 @@ def test_bandai_walk_assist_within_3cm(body, data_dir):
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget
-    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh")
+    src = read_bvh(data_dir / WALK_001)
     ref = resample(retarget(src, body.skeleton), 60.0)
     ref = Motion(ref.skeleton, ref.fps, ref.root_pos[:600], ref.lrot[:600])
     rep = track(ref, body, "assist").report()
@@ -573,3 +575,14 @@ def test_swing_clearance_per_mode_and_refused_values():
     for bad in (-0.01, float("nan"), True, "1"):
         with pytest.raises(SettingsError, match="swing_clearance"):
             TrackingSettings(swing_clearance=bad)
+
+
+def test_balance_settings_by_name():
+    """``play`` and ``avatar --physics`` build their settings from the balance name."""
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.track import balance_settings
+    assert balance_settings("none") == TrackingSettings()
+    s = balance_settings("stepping")
+    assert s.balance and s.balance_gains == STEPPING
+    with pytest.raises(SettingsError, match="unknown balance 'walk'; known: none, stepping"):
+        balance_settings("walk")

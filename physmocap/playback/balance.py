@@ -67,9 +67,10 @@ not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
-still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the body (``live.LivePlayback`` ``follow``,
-``speed_margin``) changes nothing robustly. Without stepping, neither drive keeps the body up
-longer than 1.4-3 s on any walking reference, as without balance feedback.
+still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the
+body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
+stepping, neither drive keeps the body up longer than 1.4-3 s on any walking reference, as
+without balance feedback.
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from .character import Character, foot_joints, leg_chains
 from .environment import Holds, add_objects
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "track_any", "FrameRetargeter",
-           "MODES"]
+           "MODES", "BALANCES", "balance_settings"]
 
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
@@ -674,8 +674,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     if settings.ground_reference:
         ref = ground_motion(ref, body, still_speed=settings.ground_still
                             if mode == "physical" else 0.0)
-    if settings.clearance(mode) > 0:
-        ref = lift_swing(ref, body, settings.clearance(mode))
+    clearance = settings.clearance(mode)
+    if clearance > 0:
+        ref = lift_swing(ref, body, clearance)
     F, dt = ref.n_frames, 1.0 / ref.fps
     root = np.empty((F, 3))
     lrot = np.empty((F, len(body), 4))
@@ -707,6 +708,19 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
                    seconds * F / max(F - 1, 1), source=f"physics playback ({mode})",
                    environment=environment, hold_error_m=hold_err)
+
+
+BALANCES = ("none", "stepping")
+
+
+def balance_settings(balance: str = "none") -> TrackingSettings:
+    """``TrackingSettings`` of ``play`` and ``avatar --physics`` by balance name: ``"stepping"``
+    gives a fully physical body ``balance.STEPPING``, ``"none"`` PD tracking only."""
+    if balance not in BALANCES:
+        raise SettingsError(f"unknown balance {balance!r}; known: {', '.join(BALANCES)}")
+    from .balance import STEPPING
+    return TrackingSettings(balance=True, balance_gains=STEPPING) if balance == "stepping" \
+        else TrackingSettings()
 
 
 def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
@@ -941,7 +955,8 @@ class SwingLift:
             if lift < 1e-4:
                 continue
             # the legs are apart below the hips: one leg's IK leaves the other's FK valid
-            # (one chain, one frame: plain floats, ``two_bone_ik``'s arithmetic)
+            # (one chain, one frame: plain floats, ``two_bone_ik``'s arithmetic; the ``+ 0.0``
+            # is numpy's ``x + [0, 0, lift]``, which turns a -0.0 into 0.0)
             xa = x[a].tolist()
             ga, gb, _ = two_bone_ik_t(x[h].tolist(), x[k].tolist(), xa,
                                       (xa[0] + 0.0, xa[1] + 0.0, xa[2] + lift),
