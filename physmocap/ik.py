@@ -44,8 +44,13 @@ def two_bone_ik(a: np.ndarray, b: np.ndarray, c: np.ndarray, target: np.ndarray,
         ac = _unit(c - a)
         pole = (b - a) - np.sum((b - a) * ac, -1, keepdims=True) * ac
     v = pole - np.sum(pole * u, -1, keepdims=True) * u
-    # A pole along the reach line gives no plane: keep the current knee side as well as we can.
-    v = np.where(np.linalg.norm(v, axis=-1, keepdims=True) > 1e-9, v, _unit(b - a) - u)
+    # A pole along the reach line gives no plane (a straight chain): bend toward the chain's
+    # current direction, made square to the reach line like any pole (unsquared, the middle
+    # joint was placed off its circle and the end missed: a straight arm asked to reach 30 cm
+    # ahead of its shoulder fell 15.5 cm short)
+    w = _unit(b - a) - u
+    w = w - np.sum(w * u, -1, keepdims=True) * u
+    v = np.where(np.linalg.norm(v, axis=-1, keepdims=True) > 1e-9, v, w)
     v = _unit(v)
     cos_a = np.clip((lab ** 2 + lat ** 2 - lbc ** 2) / (2.0 * lab * lat), -1.0, 1.0)
     alpha = np.arccos(cos_a)[..., None]
@@ -110,7 +115,9 @@ def two_bone_ik_t(a, b, c, target, ga, gb, eps: float = 1e-4) -> tuple:
     d = _dot(pole, u)
     v = (pole[0] - d * u[0], pole[1] - d * u[1], pole[2] - d * u[2])
     if not math.sqrt(_dot(v, v)) > 1e-9:
-        v = _sub(_unit_t(ba), u)
+        w = _sub(_unit_t(ba), u)
+        d = _dot(w, u)
+        v = (w[0] - d * u[0], w[1] - d * u[1], w[2] - d * u[2])
     v = _unit_t(v)
     cos_a = min(max((lab ** 2 + lat ** 2 - lbc ** 2) / (2.0 * lab * lat), -1.0), 1.0)
     alpha = float(np.arccos(cos_a))
