@@ -3,7 +3,8 @@ the body reconstructed, errors measured against the clip itself.
 
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
                                      [--plot DIR] [--still-hands]
-                                     [--physics [--mode physical [--balance stepping]]]
+                                     [--physics [--mode physical [--balance stepping]]
+                                      [--no-reach]]
 
 ``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
 yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
@@ -58,7 +59,11 @@ changed. Hands: ``hand-ref`` is the simulated wrists' distance to the retargeted
 physics' own loss, same skeleton); ``ctrl`` their distance to the carried controllers, beside
 the retargeted avatar's own (its arms bent again on the body to reach them:
 ``matching.avatar.avatar_on_body``; before, the humanoid's other arm proportions left the
-retargeted wrists 7.3 cm off), and the share of wrist-frames within 1 cm of the controller.
+retargeted wrists 7.3 cm off), its 90th percentile, and the share of wrist-frames within 1 cm
+of the controller, all over the wrist-frames whose controller is within the arm's length of the
+shoulder (``reach %`` of them: ``playback.reach.reach_report``). The simulated arms are bent
+again every frame for the simulated shoulders (``playback.reach.ArmReach``, as ``avatar
+--physics`` does); ``--no-reach`` leaves them to the reference, to show what that does.
 """
 from __future__ import annotations
 
@@ -73,10 +78,11 @@ from scipy.spatial import cKDTree
 from physmocap import quat
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, avatar_on_body,
-                                       avatar_report, extract_track, find_tracked_joints,
+                                       avatar_report, controllers_on_body, extract_track,
                                        lower_body_joints, naive_avatar, run_avatar)
 from physmocap.matching.database import build_database, resample
 from physmocap.matching.trajectory import facing_from_yaw, yaw_of
+from physmocap.playback.reach import HANDS
 from physmocap.tracking import ThreePointTrack
 
 
@@ -146,19 +152,22 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     plt.close(fig)
 
 
-def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
+def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
-    ``physmocap avatar --physics`` does, its physics report, and the simulated body against
-    ``truth`` and the controllers carried onto the body (see the module docstring)."""
-    from physmocap.matching.retarget import (joint_map, reference_pose, retarget, root_scale,
-                                             scale_points)
+    ``physmocap avatar --physics`` does (``reach=False``: without the closed-loop arms), its
+    physics report, and the simulated body against ``truth`` and the controllers carried onto
+    the body (see the module docstring)."""
+    from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
+    from physmocap.playback.reach import reach_report
     from physmocap.playback.track import track_any
 
-    on_body = avatar_on_body(motion, rec, body.skeleton)     # as 'avatar --physics' does
-    res = track_any(on_body, body, mode=mode, settings=settings)
-    rep = res.report()
     sk = body.skeleton
+    on_body = avatar_on_body(motion, rec, sk)                # as 'avatar --physics' does
+    targets = controllers_on_body(motion, rec, sk)
+    res = track_any(on_body, body, mode=mode, settings=settings,
+                    hand_targets=targets if reach else None)
+    rep = res.report()
     # one map from the capture's world and skeleton onto the body's for avatar, truth and
     # controllers: the avatar's reference pose (as retarget picks it) and root scale / floor
     rest = reference_pose(motion.skeleton, motion.meta.get("up") or "z", motion.lrot[0], sk,
@@ -172,11 +181,10 @@ def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
     n = min(res.motion.n_frames, tr_body.n_frames, kin.n_frames)
     sim_g, kin_g, tr_g = res.motion.gpos[:n], kin.gpos[:n], tr_body.gpos[:n]
     low = lower_body_joints(sk, ("LeftFoot", "RightFoot"))
-    src = joint_map(motion.skeleton, sk)
-    wrists = [int(np.flatnonzero(src == j)[0]) for j in find_tracked_joints(motion.skeleton)[1:]]
-    ctrl = scale_points(np.array(rec.hand_target)[:n], ratio, floor)         # (n, 2, 3)
-    d_sim = np.linalg.norm(sim_g[:, wrists] - ctrl, axis=-1)
-    d_kin = np.linalg.norm(kin_g[:, wrists] - ctrl, axis=-1)
+    wrists = [sk.index(h) for h in HANDS]
+    # the hands against the controllers, over the frames where the arm reaches them
+    hs = reach_report(sk, res.motion.root_pos, res.motion.lrot, targets)
+    hk = reach_report(sk, kin.root_pos, kin.lrot, targets)
     # the truth itself on the body, the same way: what the physics does to a real motion
     t_rep = track_any(tr, body, mode=mode, settings=settings).report()
     falls = rep["falls"]
@@ -203,9 +211,12 @@ def physics_row(motion, rec, truth, body, mode: str, settings) -> dict:
         "kin_lower_m": float(np.linalg.norm(kin_g[:, low] - tr_g[:, low], axis=-1).mean()),
         "hand_sim_ref_m": float(np.linalg.norm(sim_g[:, wrists] - kin_g[:, wrists],
                                                axis=-1).mean()),
-        "hand_sim_ctrl_m": float(d_sim.mean()), "hand_kin_ctrl_m": float(d_kin.mean()),
-        "sim_within_1cm": float(np.mean(d_sim <= 0.01)),
-        "kin_within_1cm": float(np.mean(d_kin <= 0.01)),
+        "hand_sim_ctrl_m": hs["hand_error_reachable_m"],
+        "hand_kin_ctrl_m": hk["hand_error_reachable_m"],
+        "hand_sim_p90_m": hs["hand_error_reachable_p90_m"],
+        "sim_within_1cm": hs["within_tolerance_fraction"],
+        "kin_within_1cm": hk["within_tolerance_fraction"],
+        "reachable": hs["hand_reachable_fraction"],
     }
 
 
@@ -217,6 +228,7 @@ PHYS_COLS = (  # key, header, scale, format
     ("kin_mpjpe_m", "kin cm", 100, "6.1f"), ("sim_lower_m", "lower", 100, "6.1f"),
     ("kin_lower_m", "kin", 100, "5.1f"), ("hand_sim_ref_m", "hand-ref", 100, "8.2f"),
     ("hand_sim_ctrl_m", "ctrl cm", 100, "7.2f"), ("hand_kin_ctrl_m", "kin", 100, "5.2f"),
+    ("hand_sim_p90_m", "p90", 100, "5.2f"), ("reachable", "reach %", 100, "7.1f"),
     ("sim_within_1cm", "<1cm %", 100, "6.1f"), ("kin_within_1cm", "kin %", 100, "6.1f"),
     ("fps", "fr/s", 1, "5.0f"))
 
@@ -245,6 +257,8 @@ def main() -> None:
                     help="with --physics: root assist or fully physical")
     ap.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --physics --mode physical: the stepping balance controller")
+    ap.add_argument("--no-reach", action="store_true",
+                    help="with --physics: the arms follow the reference only (no ArmReach)")
     args = ap.parse_args()
     if args.balance == "stepping" and args.mode != "physical":
         ap.error("--balance stepping needs --mode physical")
@@ -302,7 +316,7 @@ def main() -> None:
         if args.physics:
             m3 = "mm 3-point"
             phys_rows.append(physics_row(shown[m3], rec3, truth, body, args.mode,
-                                         phys_settings))
+                                         phys_settings, reach=not args.no_reach))
             r = phys_rows[-1]
             print(f"    physics ({args.mode}): tracking {100 * r['tracking_error_m']:.2f} cm, "
                   f"assist {r['assist_mean_n']:.0f}/{r['assist_max_n']:.0f} N, pen "

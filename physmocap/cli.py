@@ -604,13 +604,14 @@ def cmd_avatar(args) -> int:
     physics = None
     if args.physics:
         # the avatar's motion on the simulated body: retargeted, its arms reaching the
-        # controllers again, then tracked with gravity and ground contact (the hands then follow
-        # the controllers only as well as the body tracks)
+        # controllers again, then tracked with gravity and ground contact, the arms bent every
+        # frame for the simulated shoulders so the hands reach the controllers (``ArmReach``)
         from .playback.track import track_any
         from .scene import load_body
         body = load_body()
         physics = track_any(av.avatar_on_body(motion, record, body.skeleton), body,
-                            mode=args.mode, settings=settings, progress=Progress(not args.quiet))
+                            mode=args.mode, settings=settings, progress=Progress(not args.quiet),
+                            hand_targets=av.controllers_on_body(motion, record, body.skeleton))
         write_bvh(physics.motion, args.output)
     else:
         write_bvh(motion, args.output)
@@ -641,6 +642,11 @@ def cmd_avatar(args) -> int:
             print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
                   f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
                   f"{ph['penetration_max_mm']:.1f} mm max, falls {len(ph['falls'])}")
+            h = ph["hands"]
+            if h["hand_error_reachable_m"] is not None:
+                print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "
+                      f"controllers when reachable, {100 * h['within_tolerance_fraction']:.0f} % "
+                      f"of those frames within {1000 * h['tolerance_m']:.0f} mm")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 

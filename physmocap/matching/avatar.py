@@ -65,7 +65,7 @@ from .search import SearchIndex
 from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
-           "AvatarRecord", "run_avatar", "avatar_on_body", "naive_avatar", "lower_body_joints",
+           "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar", "lower_body_joints",
            "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec", "avatar_features"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
@@ -665,20 +665,31 @@ def run_avatar(avatar: Avatar, n_frames: int | None = None, progress=None
                   {"source": "three-point avatar", "up": avatar.ctrl.db.up}), avatar.record
 
 
+def controllers_on_body(motion: Motion, record: AvatarRecord, skeleton: Skeleton) -> np.ndarray:
+    """``(F, 2, 3)`` m: the left and right controllers of the avatar's ``motion`` carried into
+    the world of its retargeting onto ``skeleton`` (``root_scale``, ``scale_points``: a
+    similarity about the floor), one row per frame of ``motion``; NaN past the record."""
+    ratio, floor = root_scale(motion, skeleton)
+    out = np.full((motion.n_frames, 2, 3), np.nan)
+    n = min(len(record.hand_target), motion.n_frames)
+    if n:
+        out[:n] = scale_points(np.asarray(record.hand_target[:n], float), ratio, floor)
+    return out
+
+
 def avatar_on_body(motion: Motion, record: AvatarRecord, skeleton: Skeleton) -> Motion:
     """The avatar's ``motion`` retargeted onto ``skeleton`` (another body: ``retarget``), its
     arms bent again so the wrists reach the controllers carried into the retargeted world
-    (``root_scale``, ``scale_points``): retargeting by joint angles alone keeps the capture's
-    arm pose on the body's arm lengths, and the wrists miss the controllers (the humanoid's
-    by 7.3 cm on average, ``benchmarks/avatar_eval.py --physics``). Each elbow keeps its
-    current bend plane, each hand its world rotation; a controller out of reach is pointed at.
-    Returns the ``Motion`` on ``skeleton`` (``F`` frames, as ``motion``)."""
+    (``controllers_on_body``): retargeting by joint angles alone keeps the capture's arm pose
+    on the body's arm lengths, and the wrists miss the controllers (the humanoid's by 7.3 cm
+    on average, ``benchmarks/avatar_eval.py --physics``). Each elbow keeps its current bend
+    plane, each hand its world rotation; a controller out of reach is pointed at. Returns the
+    ``Motion`` on ``skeleton`` (``F`` frames, as ``motion``)."""
     out = retarget(motion, skeleton)
-    ratio, floor = root_scale(motion, skeleton)
     n = min(len(record.hand_target), out.n_frames)
     if n == 0:
         return out
-    targets = scale_points(np.asarray(record.hand_target[:n], float), ratio, floor)  # (n,2,3)
+    targets = controllers_on_body(motion, record, skeleton)[:n]                # (n, 2, 3)
     par = np.asarray(skeleton.parents)
     C = np.array(find_tracked_joints(skeleton)[1:])
     B = par[C]

@@ -37,6 +37,7 @@ from ..skeleton import Skeleton
 from .balance import BalanceController, BalanceSettings
 from .character import Character, foot_joints, leg_chains
 from .environment import Holds, add_objects
+from .reach import ArmReach, reach_report
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "track_any", "FrameRetargeter",
            "MODES", "BALANCES", "balance_settings"]
@@ -364,6 +365,7 @@ class Tracker:
         self.fallen = False
         self.falls: list[dict] = []
         self._ref = None
+        self._arms = None                        # ``ArmReach``, built at the first ``reach``
         self.balance = None
         if mode == "physical" and s.balance:
             self.balance = BalanceController(self.char, self.max_torque, s.balance_gains,
@@ -406,6 +408,7 @@ class Tracker:
         if self.holds is not None:
             self.holds.release_all()
         self.char.reset(root_pos, lrot, v, w, ja)
+        self._sim = self.char.pose()
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
         self.ref_height0 = root_pos[2]
@@ -430,8 +433,12 @@ class Tracker:
         if self.balance is not None:
             self.balance.shift_reference(d)
 
-    def step(self, ref_root_pos, ref_root_rot, ref_lrot, dt: float):
+    def step(self, ref_root_pos, ref_root_rot, ref_lrot, dt: float, reach=None):
         """Simulate ``dt`` seconds toward the reference pose (``(3,)``, ``(4,)``, ``(J, 4)``).
+
+        ``reach``: ``(2, 3)`` m world points the left and right hands reach for (a NaN row: that
+        hand follows the reference): the reference's arms are bent again for the simulated
+        shoulders (``reach.ArmReach``).
 
         Returns ``(sim_root_pos (3,), sim_root_rot (4,), sim_lrot (J, 4), info)``; ``info`` has
         ``assist_force_n``, ``assist_torque_nm`` (mean magnitudes over the sub-steps),
@@ -447,6 +454,10 @@ class Tracker:
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
         pos0, rot0, lrot0, _, _ = self._ref
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
+        if reach is not None:
+            if self._arms is None:
+                self._arms = ArmReach(self.body.skeleton)
+            lrot1 = self._arms.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
         ang1 = np.array(quat.to_scaled_axis_t(quat.mul_t(rot1.tolist(), quat.conj_t(
@@ -509,6 +520,7 @@ class Tracker:
             self._ierr = np.array(ierr)
 
         root, lrot = self.char.pose()
+        self._sim = (root, lrot)
         feet, pen = self.char.contacts()
         head_z = p.getLinkState(b, self.head - 1, physicsClientId=c)[4][2]
         self.frame += 1
@@ -563,6 +575,8 @@ class TrackResult:
         seconds: wall time of the simulation loop.
         holds, hold_error_m: the environment's ``HandHold``s and ``(F, H)`` m, each holding
             palm's distance from its anchor (``nan`` while not held).
+        hand_targets: ``(F, 2, 3)`` m, the world points the hands reached for (``track``'s
+            ``hand_targets``), or ``None``.
     """
 
     motion: Motion
@@ -578,6 +592,7 @@ class TrackResult:
     foot_joints: tuple = ()
     holds: tuple = ()
     hold_error_m: np.ndarray | None = None
+    hand_targets: np.ndarray | None = None
 
     def foot_skate_mm(self) -> np.ndarray:
         """``(F,)`` mm: horizontal travel of each simulated foot (ankle joint) from the previous
@@ -610,6 +625,9 @@ class TrackResult:
             "falls": list(self.falls),
             "frames_per_second": F / self.seconds if self.seconds > 0 else float("inf"),
             **({"holds": self._hold_report()} if self.holds else {}),
+            **({"hands": reach_report(self.motion.skeleton, self.motion.root_pos,
+                                      self.motion.lrot, self.hand_targets)}
+               if self.hand_targets is not None else {}),
         }
 
     def _hold_report(self) -> list[dict]:
@@ -640,7 +658,8 @@ def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
 
 def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
           settings: TrackingSettings = TrackingSettings(), progress=None,
-          loops: int = 1, environment: Environment | None = None) -> TrackResult:
+          loops: int = 1, environment: Environment | None = None,
+          hand_targets: np.ndarray | None = None) -> TrackResult:
     """Simulate the body following ``motion`` (on the template's skeleton).
 
     Args:
@@ -656,6 +675,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
             root displacement each time, for long physical tests); ``1`` = as is.
         environment: scene objects and hand holds (``scene.load_environment``; hold times are
             seconds from the reference's first frame), see ``environment.py``.
+        hand_targets: ``(F, 2, 3)`` m world points, per reference frame, that the left and right
+            hands reach for (a three-point avatar's controllers; NaN: none that frame):
+            ``Tracker.step``'s ``reach``. The report gains ``hands`` (``reach.reach_report``).
     Returns:
         a ``TrackResult``.
     """
@@ -666,6 +688,13 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     ref = motion
     if ref.n_frames < 2:
         raise ShapeError("track: the reference needs at least 2 frames")
+    if hand_targets is not None:
+        hand_targets = np.asarray(hand_targets, float)
+        if hand_targets.shape != (ref.n_frames, 2, 3):
+            raise ShapeError(f"track: hand_targets must be ({ref.n_frames}, 2, 3) for a "
+                             f"{ref.n_frames}-frame reference, got {hand_targets.shape}")
+        if loops > 1:
+            raise SettingsError("track: hand_targets are per reference frame; loops must be 1")
     if loops > 1:
         ref = loop_motion(ref, loops)
     if settings.level_feet:
@@ -693,7 +722,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         contacts[0], pen[0] = tr.char.contacts()
         t0 = time.perf_counter()
         for f in range(1, F):
-            rp, rr, lr, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], dt)
+            rp, rr, lr, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], dt,
+                                       None if hand_targets is None else hand_targets[f])
             root[f], lrot[f] = rp, lr
             force[f], torque[f] = info["assist_force_n"], info["assist_torque_nm"]
             contacts[f], pen[f] = info["contacts"], info["penetration_m"]
@@ -707,7 +737,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     # frame 0 is the reset pose, not simulated: report steps 1.. for timing
     return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
                    seconds * F / max(F - 1, 1), source=f"physics playback ({mode})",
-                   environment=environment, hold_error_m=hold_err)
+                   environment=environment, hold_error_m=hold_err, hand_targets=hand_targets)
 
 
 BALANCES = ("none", "stepping")
@@ -725,7 +755,8 @@ def balance_settings(balance: str = "none") -> TrackingSettings:
 
 def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
               settings: TrackingSettings = TrackingSettings(), progress=None,
-              environment: Environment | None = None) -> TrackResult:
+              environment: Environment | None = None,
+              hand_targets: np.ndarray | None = None) -> TrackResult:
     """``track`` a motion on any skeleton, as ``physmocap play`` and ``avatar --physics`` do:
     ``matching.retarget.retarget`` onto ``body.skeleton`` first unless the motion already has
     the body's joints (then it keeps its own limb lengths, see ``track``). Arguments as
@@ -735,23 +766,25 @@ def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "ass
         from ..matching.retarget import retarget     # matching is pure numpy; no cycle
         motion = retarget(motion, body.skeleton)
     return track(motion, body, mode=mode, settings=settings, progress=progress,
-                 environment=environment)
+                 environment=environment, hand_targets=hand_targets)
 
 
 def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,
             force: np.ndarray, torque: np.ndarray, penetration_m: np.ndarray,
             contacts: np.ndarray, falls: list, seconds: float, source: str,
-            environment: Environment | None = None, hold_error_m: np.ndarray | None = None
-            ) -> TrackResult:
+            environment: Environment | None = None, hold_error_m: np.ndarray | None = None,
+            hand_targets: np.ndarray | None = None) -> TrackResult:
     """The ``TrackResult`` of a simulated run: ``root (F, 3)``, ``lrot (F, J, 4)`` against the
     reference it followed, with the per-frame assist, ``penetration_m`` and contacts ``(F, …)``
-    (and the environment's holds with their ``hold_error_m (F, H)``, when it has any)."""
+    (and the environment's holds with their ``hold_error_m (F, H)``, when it has any; and the
+    ``hand_targets (F, 2, 3)`` the hands reached for)."""
     sim = Motion(ref.skeleton, ref.fps, root, quat.normalize(lrot), {"source": source})
     err = np.mean(np.linalg.norm(sim.gpos - ref.gpos, axis=-1), axis=-1)
     feet = tuple(body.index(n) for n in ("LeftFoot", "RightFoot"))
     holds = tuple(environment.holds) if environment is not None else ()
     return TrackResult(sim, ref, mode, err, force, torque, penetration_m * 1e3, contacts,
-                       list(falls), seconds, feet, holds, hold_error_m if holds else None)
+                       list(falls), seconds, feet, holds, hold_error_m if holds else None,
+                       hand_targets)
 
 
 def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:

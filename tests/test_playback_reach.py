@@ -1,0 +1,182 @@
+"""Closed-loop arm IK (playback/reach.py): the reference's arms bent for the simulated body."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from physmocap import quat
+from physmocap.errors import SettingsError, ShapeError, UnknownNameError
+from physmocap.motion import Motion
+from physmocap.playback import track
+from physmocap.playback.reach import HANDS, ArmReach, reach_report
+from physmocap.scene import load_body
+from physmocap.skeleton import Skeleton, forward_kinematics_frame
+
+
+@pytest.fixture(scope="module")
+def body():
+    return load_body()
+
+
+def pose(body, seed=0, bend=0.3):
+    """A standing pose with some bend in every joint: ``(root_pos (3,), lrot (J, 4))``."""
+    rng = np.random.default_rng(seed)
+    lrot = quat.normalize(quat.from_scaled_axis(rng.normal(0, bend, (len(body), 3))))
+    lrot[0] = quat.from_scaled_axis(np.array([0.0, 0.0, rng.uniform(-3, 3)]))
+    return body.skeleton.offsets[0] + rng.normal(0, 0.1, 3), lrot
+
+
+def hands_of(body, root, lrot):
+    x, _ = forward_kinematics_frame(body.skeleton, lrot, root)
+    return x[[body.index(h) for h in HANDS]]
+
+
+def near_target(body, root, lrot, rng):
+    """Targets a few cm from the pose's own hands, drawn toward the shoulders: within reach."""
+    x, _ = forward_kinematics_frame(body.skeleton, lrot, root)
+    hands = x[[body.index(h) for h in HANDS]]
+    shoulders = x[[body.index(h) for h in ("LeftUpperArm", "RightUpperArm")]]
+    return hands + 0.2 * (shoulders - hands) + rng.normal(0, 0.02, (2, 3))
+
+
+def test_bend_reaches_the_targets_on_the_reference_itself(body):
+    """Simulated body = reference (no deviation): the bent reference's hands are on the
+    targets; only the arm joints change."""
+    rng = np.random.default_rng(1)
+    arms = ArmReach(body.skeleton)
+    for seed in range(5):
+        root, lrot = pose(body, seed)
+        t = near_target(body, root, lrot, rng)
+        out = arms.bend((root, lrot), (root, lrot), (root, lrot), t)
+        assert np.allclose(hands_of(body, root, out), t, atol=1e-6)
+        moved = ~np.isclose(np.abs(np.sum(out * lrot, -1)), 1.0)               # (J,)
+        arm_joints = set(arms.shoulders) | set(arms.elbows) | set(arms.hands)
+        assert set(np.flatnonzero(moved)) <= arm_joints
+
+
+def test_bend_carries_the_deviation_of_the_simulated_chest(body):
+    """The simulated body off its reference by a rigid move and a different torso pose (its
+    clavicles as the reference's): the reference's arms, bent, put the SIMULATED body's hands
+    on the targets when its chest keeps its deviation (here the reference does not move over
+    the frame: S1 = S0)."""
+    rng = np.random.default_rng(2)
+    arms = ArmReach(body.skeleton)
+    for seed in range(5):
+        root, lrot = pose(body, seed)
+        sim_root, sim_lrot = pose(body, seed + 10)
+        sim_lrot[arms.parents] = lrot[arms.parents]
+        t = near_target(body, sim_root, sim_lrot, rng)
+        out = arms.bend((sim_root, sim_lrot), (root, lrot), (root, lrot), t)
+        # the simulated body with the bent arm joints: its hands land on the targets
+        moved = np.concatenate([arms.shoulders, arms.elbows, arms.hands])
+        sim_out = sim_lrot.copy()
+        sim_out[moved] = out[moved]
+        assert np.allclose(hands_of(body, sim_root, sim_out), t, atol=1e-6)
+        # without the deviation the reference's own hands land there instead, not the body's
+        plain = arms.bend((root, lrot), (root, lrot), (root, lrot), t)
+        sim_plain = sim_lrot.copy()
+        sim_plain[moved] = plain[moved]
+        assert np.linalg.norm(hands_of(body, sim_root, sim_plain) - t, axis=-1).max() > 0.01
+
+
+def test_bend_moves_with_the_reference_over_the_frame(body):
+    """Reference and body moving together (the body 3 cm and 5 deg off the reference, both
+    walking 2 cm forward in the frame): the deviation is kept in the shoulder's frame, so the
+    targets are met at the frame's end, not where the body was at its start."""
+    rng = np.random.default_rng(3)
+    arms = ArmReach(body.skeleton)
+    root0, lrot = pose(body, 4)
+    off = quat.from_scaled_axis(np.array([0.0, 0.0, np.radians(5)]))
+    sim_lrot = lrot.copy()
+    sim_lrot[0] = quat.mul(off, lrot[0])
+    sim_root0 = root0 + np.array([0.03, 0.0, 0.0])
+    step = np.array([0.02, 0.01, 0.0])
+    t = near_target(body, sim_root0 + step, sim_lrot, rng)
+    out = arms.bend((sim_root0, sim_lrot), (root0, lrot), (root0 + step, lrot), t)
+    moved = np.concatenate([arms.shoulders, arms.elbows, arms.hands])
+    sim_out = sim_lrot.copy()
+    sim_out[moved] = out[moved]
+    assert np.allclose(hands_of(body, sim_root0 + step, sim_out), t, atol=1e-6)
+
+
+def test_bend_nan_rows_keep_the_reference_arm(body):
+    arms = ArmReach(body.skeleton)
+    root, lrot = pose(body, 0)
+    t = near_target(body, root, lrot, np.random.default_rng(0))
+    t[1] = np.nan
+    out = arms.bend((root, lrot), (root, lrot), (root, lrot), t)
+    right = [arms.shoulders[1], arms.elbows[1], arms.hands[1]]
+    assert np.allclose(np.abs(np.sum(out[right] * lrot[right], -1)), 1.0)
+    assert np.allclose(hands_of(body, root, out)[0], t[0], atol=1e-6)
+    t[:] = np.nan
+    assert np.allclose(arms.bend((root, lrot), (root, lrot), (root, lrot), t), lrot)
+
+
+def test_arm_reach_errors(body):
+    with pytest.raises(UnknownNameError, match="LeftHand, RightHand"):
+        ArmReach(Skeleton(["Hips", "Spine"], np.array([-1, 0]), np.zeros((2, 3))))
+    with pytest.raises(UnknownNameError, match="forearm"):
+        ArmReach(Skeleton(["Hips", "LeftHand", "RightHand"], np.array([-1, 0, 0]),
+                          np.ones((3, 3))))
+    root, lrot = pose(body)
+    with pytest.raises(ShapeError, match=r"targets must be \(2, 3\)"):
+        ArmReach(body.skeleton).bend((root, lrot), (root, lrot), (root, lrot), np.zeros(3))
+
+
+def test_reach_report(body):
+    """The hands' own positions as targets: 0 error, all reachable; a target far away is
+    unreachable and left out of the reachable figures; NaN rows are no targets."""
+    F = 10
+    root = np.tile(body.skeleton.offsets[0], (F, 1))
+    lrot = quat.identity((F, len(body)))
+    x, _ = forward_kinematics_frame(body.skeleton, lrot[0], root[0])
+    t = np.tile(x[[body.index(h) for h in HANDS]], (F, 1, 1))
+    rep = reach_report(body.skeleton, root, lrot, t)
+    assert rep["hand_error_m"] < 1e-9 and rep["hand_reachable_fraction"] == 1.0
+    assert rep["within_tolerance_fraction"] == 1.0
+    t[:5, 0] += np.array([0.0, 0.0, 3.0])                 # 3 m above: out of reach
+    toward = x[body.index("LeftUpperArm")] - x[body.index("LeftHand")]
+    t[5:, 0] += 0.02 * toward / np.linalg.norm(toward)     # 2 cm nearer the shoulder
+    t[:, 1] = np.nan
+    rep = reach_report(body.skeleton, root, lrot, t)
+    assert rep["hand_reachable_fraction"] == 0.5
+    assert rep["hand_error_reachable_m"] == pytest.approx(0.02)
+    assert rep["within_tolerance_fraction"] == 0.0
+    assert rep["hand_error_m"] == pytest.approx((5 * 3.0 + 5 * 0.02) / 10)
+    with pytest.raises(ShapeError, match="reach_report"):
+        reach_report(body.skeleton, root, lrot, t[:, :1])
+
+
+def test_track_with_hand_targets_reaches_them(body):
+    """A standing body asked to hold its hands in front of its chest (a controller pose the
+    reference's arms, straight out sideways, do not have): with ``hand_targets`` the simulated
+    arms swing there and settle on the targets within 1 cm (a loop taken at the clavicle
+    rang for the whole second); without, the hands stay where the reference's arms are."""
+    F, fps = 120, 60.0
+    root = np.tile(body.skeleton.offsets[0], (F, 1))
+    lrot = quat.identity((F, len(body)))
+    ref = Motion(body.skeleton, fps, root, lrot)
+    shoulders = ref.gpos[:, [body.index(h) for h in ("LeftUpperArm", "RightUpperArm")]]
+    fwd = quat.rotate(ref.lrot[0, 0], np.array([1.0, 0.0, 0.0]))
+    t = shoulders + 0.3 * fwd + np.array([0.0, 0.0, -0.2])        # in front of the chest
+    res = track(ref, body, hand_targets=t)
+    assert res.report()["hands"]["hand_reachable_fraction"] == 1.0
+    free = track(ref, body)
+    assert "hands" not in free.report()
+    last = slice(F // 2, F)                                       # the second second
+
+    def settled(m):
+        return reach_report(body.skeleton, m.root_pos[last], m.lrot[last], t[last])
+
+    assert settled(res.motion)["hand_error_reachable_p90_m"] < 0.01
+    assert settled(free.motion)["hand_error_m"] > 0.3
+
+
+def test_track_hand_targets_errors(body):
+    F = 30
+    ref = Motion(body.skeleton, 60.0, np.tile(body.skeleton.offsets[0], (F, 1)),
+                 quat.identity((F, len(body))))
+    with pytest.raises(ShapeError, match=r"hand_targets must be \(30, 2, 3\)"):
+        track(ref, body, hand_targets=np.zeros((F - 1, 2, 3)))
+    with pytest.raises(SettingsError, match="loops must be 1"):
+        track(ref, body, hand_targets=np.zeros((F, 2, 3)), loops=2)
