@@ -16,8 +16,9 @@ each frame against the simulated shoulders:
   ``t' = R1 S1⁻¹ t = R1 S0⁻¹ R0 R1⁻¹ t``, and the two-bone IK bends the reference's arm there
   (elbow in its bend plane, hand keeping its world rotation).
 
-The joint motors then carry the simulated arm, on the chest as it is, onto ``t``. Only the arm
-joints' targets change: the rest of the reference, and the physics, are untouched, so it holds
+The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, leading
+their targets a little further than the rest of the body's (``TrackingSettings.reach_lead``).
+Only the arm joints' targets change: the rest of the reference, and the physics, are untouched, so it holds
 in both root modes. Two loops were tried and dropped, both unstable through the light clavicle,
 which the swinging arm's reaction turns: the deviation taken at the clavicle itself (a standing
 body reaching from its T-pose to a point before its chest rang for the whole second, the

@@ -121,6 +121,14 @@ class TrackingSettings:
             orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
             frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
             keeps 0: its balance controller and ``STEPPING`` were tuned without it.
+        reach_lead: s, the arm joints' lead instead (both modes, joint motors) while the hands
+            reach for targets (``Tracker.step``'s ``reach``): a hand bent onto a target moves
+            faster than the reference's own, and its motors trailed it. Held-out avatar clips
+            (``benchmarks/avatar_eval.py --physics``, assist), hands to reachable controllers
+            with 0.008 / 0.012 / 0.016 / 0.024 s on one run and one walk: 1.21 / 0.91 / 1.02
+            / 2.09 and 0.45 / 0.29 / 0.46 / 1.10 cm; over all 14 clips of ``--offset 5``,
+            0.008 -> 0.012: 0.57 -> 0.38 cm, 88 -> 95 % within 1 cm (checked on the other
+            held-out split ``--offset 3``: 0.56 -> 0.38 cm, 89 -> 94 %).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -241,6 +249,7 @@ class TrackingSettings:
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
     joint_lead: float | None = None
+    reach_lead: float = 0.012
     stance_rise: float | None = None
 
     def __post_init__(self):
@@ -456,7 +465,9 @@ class Tracker:
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
         if reach is not None:
             if self._arms is None:
-                self._arms = ArmReach(self.body.skeleton)
+                self._arms = a = ArmReach(self.body.skeleton)
+                self._reach_lead = np.full((self.J, 1), self._lead)
+                self._reach_lead[np.concatenate([a.shoulders, a.elbows, a.hands])] = s.reach_lead
             lrot1 = self._arms.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
@@ -469,8 +480,8 @@ class Tracker:
         if bal is None:
             # position-only motors trail a moving target: lead it along its joint velocities
             # (``TrackingSettings.joint_lead``; 0 in physical mode, its targets as they were)
-            lead = self._lead
-            target = lrot1 if lead == 0 else \
+            lead = self._lead if reach is None else self._reach_lead
+            target = lrot1 if np.all(lead == 0) else \
                 quat.normalize(quat.mul(lrot1, quat.from_scaled_axis(jvel * lead)))
             p.setJointMotorControlMultiDofArray(
                 b, self.char.links, p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
