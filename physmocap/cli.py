@@ -605,7 +605,7 @@ def cmd_avatar(args) -> int:
     if args.physics:
         # the avatar's motion on the simulated body: retargeted, its arms reaching the
         # controllers again, then tracked with gravity and ground contact, the arms bent every
-        # frame for the simulated shoulders so the hands reach the controllers (``ArmReach``)
+        # frame for the simulated chest so the hands reach the controllers (``ArmReach``)
         from .playback.track import track_any
         from .scene import load_body
         body = load_body()

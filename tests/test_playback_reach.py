@@ -66,6 +66,7 @@ def test_bend_carries_the_deviation_of_the_simulated_chest(body):
         sim_root, sim_lrot = pose(body, seed + 10)
         sim_lrot[arms.parents] = lrot[arms.parents]
         t = near_target(body, sim_root, sim_lrot, rng)
+        arms.reset()                                      # a first frame: no change carried on
         out = arms.bend((sim_root, sim_lrot), (root, lrot), (root, lrot), t)
         # the simulated body with the bent arm joints: its hands land on the targets
         moved = np.concatenate([arms.shoulders, arms.elbows, arms.hands])
@@ -73,6 +74,7 @@ def test_bend_carries_the_deviation_of_the_simulated_chest(body):
         sim_out[moved] = out[moved]
         assert np.allclose(hands_of(body, sim_root, sim_out), t, atol=1e-6)
         # without the deviation the reference's own hands land there instead, not the body's
+        arms.reset()
         plain = arms.bend((root, lrot), (root, lrot), (root, lrot), t)
         sim_plain = sim_lrot.copy()
         sim_plain[moved] = plain[moved]
@@ -99,6 +101,35 @@ def test_bend_moves_with_the_reference_over_the_frame(body):
     assert np.allclose(hands_of(body, sim_root0 + step, sim_out), t, atol=1e-6)
 
 
+def test_bend_carries_on_the_change_of_the_deviation(body):
+    """A simulated body turning away from a still reference by 2 deg a frame: with the change
+    carried on in full (``extrapolate=1``) the second frame's bend puts the hands on the targets
+    of the body as it will be (4 deg off); with none it misses them, and ``reset`` forgets
+    the first frame."""
+    rng = np.random.default_rng(5)
+    root, lrot = pose(body, 6)
+
+    def turned(deg):
+        out = lrot.copy()
+        out[0] = quat.mul(quat.from_scaled_axis(np.array([0.0, 0.0, np.radians(deg)])), lrot[0])
+        return out
+
+    t = near_target(body, root, turned(4.0), rng)
+    for a, hits in ((1.0, True), (0.0, False), (None, False)):
+        arms = ArmReach(body.skeleton, extrapolate=1.0 if a is None else a)
+        moved = np.concatenate([arms.shoulders, arms.elbows, arms.hands])
+        arms.bend((root, turned(0.0)), (root, lrot), (root, lrot), t)
+        if a is None:
+            arms.reset()
+        out = arms.bend((root, turned(2.0)), (root, lrot), (root, lrot), t)
+        body_then = turned(4.0)
+        body_then[moved] = out[moved]
+        miss = np.linalg.norm(hands_of(body, root, body_then) - t, axis=-1).max()
+        assert (miss < 1e-6) == hits, (a, miss)
+        if not hits:
+            assert miss > 0.005
+
+
 def test_bend_nan_rows_keep_the_reference_arm(body):
     arms = ArmReach(body.skeleton)
     root, lrot = pose(body, 0)
@@ -118,6 +149,8 @@ def test_arm_reach_errors(body):
     with pytest.raises(UnknownNameError, match="forearm"):
         ArmReach(Skeleton(["Hips", "LeftHand", "RightHand"], np.array([-1, 0, 0]),
                           np.ones((3, 3))))
+    with pytest.raises(SettingsError, match="extrapolate must be within 0 and 1"):
+        ArmReach(body.skeleton, extrapolate=-0.5)
     root, lrot = pose(body)
     with pytest.raises(ShapeError, match=r"targets must be \(2, 3\)"):
         ArmReach(body.skeleton).bend((root, lrot), (root, lrot), (root, lrot), np.zeros(3))

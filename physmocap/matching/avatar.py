@@ -65,8 +65,9 @@ from .search import SearchIndex
 from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
-           "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar", "lower_body_joints",
-           "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec", "avatar_features"]
+           "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar",
+           "lower_body_joints", "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec",
+           "avatar_features"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
 HEAD_NAMES = ("Head", "torso_head", "head_joint", "HeadTop")

@@ -121,14 +121,15 @@ class TrackingSettings:
             orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
             frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
             keeps 0: its balance controller and ``STEPPING`` were tuned without it.
-        reach_lead: s, the arm joints' lead instead (both modes, joint motors) while the hands
-            reach for targets (``Tracker.step``'s ``reach``): a hand bent onto a target moves
-            faster than the reference's own, and its motors trailed it. Held-out avatar clips
-            (``benchmarks/avatar_eval.py --physics``, assist), hands to reachable controllers
-            with 0.008 / 0.012 / 0.016 / 0.024 s on one run and one walk: 1.21 / 0.91 / 1.02
-            / 2.09 and 0.45 / 0.29 / 0.46 / 1.10 cm; over all 14 clips of ``--offset 5``,
-            0.008 -> 0.012: 0.57 -> 0.38 cm, 88 -> 95 % within 1 cm (checked on the other
-            held-out split ``--offset 3``: 0.56 -> 0.38 cm, 89 -> 94 %).
+        reach_lead: s, the arm joints' motor lead instead of ``joint_lead`` (both modes, joint
+            motors) while the hands reach for targets (``Tracker.step``'s ``reach``): a hand
+            bent onto a target moves faster than the reference's own, and its motors trailed it.
+            Held-out avatar clips (``benchmarks/avatar_eval.py --physics``, assist; measured
+            with ``ArmReach(extrapolate=0)``), hands to reachable controllers with 0.008 / 0.012
+            / 0.016 / 0.024 s on one run and one walk: 1.21 / 0.91 / 1.02 / 2.09 and 0.45 / 0.29
+            / 0.46 / 1.10 cm; over all 14 clips of ``--offset 5``, 0.008 -> 0.012: 0.57 -> 0.38
+            cm, 88 -> 95 % within 1 cm (checked on the other held-out split ``--offset 3``: 0.56
+            -> 0.38 cm, 89 -> 94 %).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -418,6 +419,8 @@ class Tracker:
             self.holds.release_all()
         self.char.reset(root_pos, lrot, v, w, ja)
         self._sim = self.char.pose()
+        if self._arms is not None:
+            self._arms.reset()
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
         self.ref_height0 = root_pos[2]
@@ -447,7 +450,7 @@ class Tracker:
 
         ``reach``: ``(2, 3)`` m world points the left and right hands reach for (a NaN row: that
         hand follows the reference): the reference's arms are bent again for the simulated
-        shoulders (``reach.ArmReach``).
+        chest (``reach.ArmReach``).
 
         Returns ``(sim_root_pos (3,), sim_root_rot (4,), sim_lrot (J, 4), info)``; ``info`` has
         ``assist_force_n``, ``assist_torque_nm`` (mean magnitudes over the sub-steps),
