@@ -7,7 +7,7 @@ import pytest
 from physmocap import quat
 from physmocap.errors import SettingsError, ShapeError, UnknownNameError
 from physmocap.motion import Motion
-from physmocap.playback import TrackingSettings, track
+from physmocap.playback import Tracker, TrackingSettings, track
 from physmocap.playback.reach import HANDS, ArmReach, reach_report
 from physmocap.scene import load_body
 from physmocap.skeleton import Skeleton, forward_kinematics_frame
@@ -236,3 +236,16 @@ def test_track_hand_targets_errors(body):
         track(ref, body, hand_targets=np.zeros((F - 1, 2, 3)))
     with pytest.raises(SettingsError, match="loops must be 1"):
         track(ref, body, hand_targets=np.zeros((F, 2, 3)), loops=2)
+    with Tracker(body) as tr:
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0])
+        with pytest.raises(ShapeError, match=r"ArmReach: targets must be \(2, 3\)"):
+            tr.step(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1], 1 / 60, reach=np.zeros(3))
+    # all-NaN targets: the arms follow the reference as without targets, bit for bit (a walk:
+    # the motors' lead matters), and the report says there were none
+    from physmocap.demo import make_demo_capture
+    walk = make_demo_capture()[1]
+    walk = Motion(walk.skeleton, walk.fps, walk.root_pos[:40], walk.lrot[:40])
+    res = track(walk, body, hand_targets=np.full((40, 2, 3), np.nan))
+    hands = res.report()["hands"]
+    assert hands["hand_error_m"] is None and hands["hand_reachable_fraction"] == 0.0
+    assert np.array_equal(res.motion.lrot, track(walk, body).motion.lrot)

@@ -466,12 +466,17 @@ class Tracker:
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
         pos0, rot0, lrot0, _, _ = self._ref
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
+        lead = self._lead
         if reach is not None:
             if self._arms is None:
-                self._arms = a = ArmReach(self.body.skeleton)
-                self._reach_lead = np.full((self.J, 1), self._lead)
-                self._reach_lead[np.concatenate([a.shoulders, a.elbows, a.hands])] = s.reach_lead
-            lrot1 = self._arms.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
+                self._arms = ArmReach(self.body.skeleton)
+            a = self._arms
+            lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
+            live = ~np.isnan(reach).any(axis=1)
+            if live.any():      # the reaching arms' own motor lead (``reach_lead``)
+                lead = np.full((self.J, 1), lead)
+                lead[np.concatenate([a.shoulders[live], a.elbows[live], a.hands[live]])] = \
+                    s.reach_lead
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
         ang1 = np.array(quat.to_scaled_axis_t(quat.mul_t(rot1.tolist(), quat.conj_t(
@@ -483,7 +488,6 @@ class Tracker:
         if bal is None:
             # position-only motors trail a moving target: lead it along its joint velocities
             # (``TrackingSettings.joint_lead``; 0 in physical mode, its targets as they were)
-            lead = self._lead if reach is None else self._reach_lead
             target = lrot1 if np.all(lead == 0) else \
                 quat.normalize(quat.mul(lrot1, quat.from_scaled_axis(jvel * lead)))
             p.setJointMotorControlMultiDofArray(
