@@ -51,7 +51,7 @@ from physmocap import quat
 from physmocap.demo import make_demo_capture
 from physmocap.playback import TrackingSettings, Tracker, track
 from physmocap.playback.diagnose import support, support_summary
-from physmocap.playback.track import ground_motion, level_feet, loop_motion
+from physmocap.playback.reference import ground_motion, level_feet, loop_motion
 from physmocap.scene import load_body
 from physmocap.skeleton import forward_kinematics_frame
 
@@ -470,7 +470,7 @@ def soles() -> None:
     from physmocap.matching.database import mirror_motion
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.character import foot_joints
-    from physmocap.playback.track import _planted_pitch, sole_points
+    from physmocap.playback.reference import _planted_pitch, sole_points
 
     body = load_body()
     head = body.index("Head")

@@ -74,3 +74,7 @@ def planted_sole_pitch(motion, side: str) -> float:
     assert planted.sum() > 30
     fx = quat.rotate(motion.grot[planted, j], np.array([1.0, 0.0, 0.0]))
     return float(np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0)))))
+
+
+#: a Bandai-Namco walk (60 fps) several playback tests use
+WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"

@@ -14,7 +14,7 @@ from physmocap.errors import SettingsError
 from physmocap.motion import Motion
 from physmocap.playback import Tracker, TrackingSettings, track
 from physmocap.playback.balance import DRIVES, BalanceSettings
-from physmocap.playback.track import level_feet
+from physmocap.playback.reference import level_feet
 from physmocap.scene import load_body
 
 
@@ -188,7 +188,7 @@ def walk_start(body, seconds: float):
     same frames as the benchmark's 20 s run. (Levelled over a shorter loop, the feet turn a
     little differently, and the first fall with ``STEPPING`` moves from 3.7 to 2.8 s.)"""
     from physmocap.demo import make_demo_capture
-    from physmocap.playback.track import ground_motion, loop_motion
+    from physmocap.playback.reference import ground_motion, loop_motion
     _, walk = make_demo_capture()
     m = ground_motion(level_feet(loop_motion(walk, 16), body, constant=True), body)
     return m[:int(seconds * m.fps)]

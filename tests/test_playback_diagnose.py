@@ -10,7 +10,7 @@ from physmocap import quat
 from physmocap.errors import ShapeError
 from physmocap.motion import Motion
 from physmocap.playback.diagnose import support, support_summary
-from physmocap.playback.track import ground_motion, level_feet
+from physmocap.playback.reference import ground_motion, level_feet
 from physmocap.scene import load_body
 
 

@@ -111,7 +111,7 @@ def test_step_api_gives_reference_and_simulated_pose(walk_db):
         assert info["physics_ms"] > 0 and info["controller_ms"] > 0
         # the reference stands on the floor: lowest sole point at z = 0 (causally filtered)
         from physmocap.motion import Motion
-        from physmocap.playback.track import sole_points
+        from physmocap.playback.reference import sole_points
         m = Motion(live.body.skeleton, 60.0, ref_root[None], ref_lrot[None])
         j, p = sole_points(live.body)
         z = (m.gpos[0, j] + quat.rotate(m.grot[0, j], p))[:, 2]
@@ -339,7 +339,7 @@ def test_frame_feet_forward_kinematics_is_the_returned_pose(rng, steady):
     # _FrameFeet does forward kinematics once and then only below each foot joint it unrolls:
     # what it returns must be the whole pose's forward kinematics, and its corners the soles'
     from physmocap.playback.live import _FrameFeet
-    from physmocap.playback.track import sole_points
+    from physmocap.playback.reference import sole_points
     from physmocap.scene import load_body
     from physmocap.skeleton import forward_kinematics_frame
     body = load_body()

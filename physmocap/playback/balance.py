@@ -82,6 +82,7 @@ from .. import quat
 from ..errors import SettingsError
 from ..skeleton import forward_kinematics_frame
 from .character import Character, foot_joints, leg_chains
+from .reference import sole_points
 
 __all__ = ["BalanceSettings", "BalanceController", "DRIVES", "STEPPING"]
 
@@ -301,7 +302,6 @@ class BalanceController:
 
     def __init__(self, char: Character, max_torque: np.ndarray,
                  settings: BalanceSettings = BalanceSettings(), gravity: float = 9.81):
-        from .track import sole_points   # track imports this module
         self.char, self.s = char, settings
         body = char.body_template
         sk = body.skeleton

@@ -28,7 +28,7 @@ from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate
 from .character import foot_box, foot_joints, segment_centres
-from .track import sole_points
+from .reference import sole_points
 
 __all__ = ["Support", "support", "support_summary"]
 

@@ -39,8 +39,8 @@ from .. import quat
 from ..errors import SettingsError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
-from .track import TrackingSettings, Tracker, TrackResult, measure, sole_points
-from .track import FrameRetargeter, StanceFloor, SwingLift, sole_sides
+from .reference import FrameRetargeter, StanceFloor, SwingLift, sole_points, sole_sides
+from .track import TrackingSettings, Tracker, TrackResult, measure
 
 __all__ = ["LivePlayback", "LiveResult", "run_live"]
 
