@@ -12,7 +12,9 @@ longer tell the gait phase, and the hand error is against those points.
 
 ``--plot DIR`` writes one picture per held-out clip (``avatar_<clip>.png``, matplotlib): the
 lower-body error over time of each method, and the left ankle's forward position relative to
-the hips (the gait phase: a leg out of phase with the truth shows as a half-cycle shift).
+the hips (the gait phase: a leg out of phase with the truth shows as a half-cycle shift); with
+``--physics`` also ``avatar_hands_<clip>.png``, the simulated wrists' distance to the
+controllers over time.
 
 Database: the ``bandai-namco/ds2_normal_locomotion`` clips at 60 fps minus the held-out ones
 (every ``--every``-th clip from ``--offset``) AND minus every clip that shares at least 10 % of
@@ -110,6 +112,36 @@ def still_hands(track: ThreePointTrack) -> ThreePointTrack:
     return ThreePointTrack(track.times, pos, track.rot)
 
 
+def plot_hands(folder: Path, name: str, row: dict, mode: str) -> None:
+    """``folder/avatar_hands_<name>.png``: each simulated wrist's distance to its controller
+    (cm) over time, the 1 cm target, and the frames where the controller was out of reach
+    shaded."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d, ok = row["hand_dist"], row["hand_ok"]
+    t = np.arange(len(d)) / row["fps_clip"]
+    fig, ax = plt.subplots(figsize=(10, 3.2))
+    for k, (side, colour) in enumerate((("left", "tab:blue"), ("right", "tab:orange"))):
+        within = np.mean(d[ok[:, k], k] <= 0.01) if ok[:, k].any() else float("nan")
+        ax.plot(t, 100 * d[:, k], color=colour, lw=1,
+                label=f"{side} wrist ({100 * within:.0f} % of reachable frames within 1 cm)")
+        ax.fill_between(t, 0, 1, where=~ok[:, k], color=colour, alpha=0.15, lw=0,
+                        transform=ax.get_xaxis_transform())
+    ax.axhline(1.0, color="k", ls="--", lw=0.8, label="1 cm")
+    ax.set_ylim(0, max(3.0, float(np.nanpercentile(100 * d, 99))))
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("wrist to controller (cm)")
+    ax.set_title(f"simulated avatar ({mode}), held-out {name}: shaded = controller out of reach")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"avatar_hands_{name}.png", dpi=80)
+    plt.close(fig)
+
+
 def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     """``folder/avatar_<name>.png``: lower-body error (m) over time per method, and the left
     ankle's forward position relative to the hips (m) in the hips' heading frame, beside the
@@ -159,7 +191,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     the body (see the module docstring)."""
     from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
-    from physmocap.playback.reach import reach_report
+    from physmocap.playback.reach import ArmReach, reach_report
     from physmocap.playback.track import track_any
 
     sk = body.skeleton
@@ -184,6 +216,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     wrists = [sk.index(h) for h in HANDS]
     # the hands against the controllers, over the frames where the arm reaches them
     hs = reach_report(sk, res.motion.root_pos, res.motion.lrot, targets)
+    reach_arm = ArmReach(sk)                       # its shoulders and arm lengths
     hk = reach_report(sk, kin.root_pos, kin.lrot, targets)
     # the truth itself on the body, the same way: what the physics does to a real motion
     t_rep = track_any(tr, body, mode=mode, settings=settings).report()
@@ -217,6 +250,11 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
         "sim_within_1cm": hs["within_tolerance_fraction"],
         "kin_within_1cm": hk["within_tolerance_fraction"],
         "reachable": hs["hand_reachable_fraction"],
+        # per frame, for --plot: the simulated wrists' distance to the controllers (F, 2) m and
+        # whether each controller was within the arm's reach
+        "hand_dist": np.linalg.norm(res.motion.gpos[:, wrists] - targets, axis=-1),
+        "hand_ok": np.linalg.norm(targets - res.motion.gpos[:, reach_arm.shoulders], axis=-1)
+        <= reach_arm.length,
     }
 
 
@@ -325,6 +363,8 @@ def main() -> None:
                   f"{100 * r['hand_sim_ctrl_m']:.2f} cm from ctrl", flush=True)
         if args.plot:
             plot_clip(Path(args.plot), files[i].stem[10:], truth, shown, db)
+            if args.physics:
+                plot_hands(Path(args.plot), files[i].stem[10:], phys_rows[-1], args.mode)
 
     w = np.array([r["frames_compared"] for r in rows["naive"]], float)
 
