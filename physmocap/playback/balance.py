@@ -253,6 +253,9 @@ DRIVES = ("torque", "motors")
 # reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
 # Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
 # without a fall; the live stop and go in 3 of 6 headings; the Bandai walk up its 9.1 s.
+# Its recovery steps land ``capture_forward`` (0.03 m) short of the capture point like any
+# step, a narrow peak: over the live stop and go's 28 headings (18 up 20 s) a recovery step
+# 0 / 0.02 / 0.029 / 0.04 / 0.06 m short is up in 6 / 8 / 17 / 19 / 4 (README, "Measured").
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
