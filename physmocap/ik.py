@@ -65,8 +65,8 @@ def two_bone_ik(a: np.ndarray, b: np.ndarray, c: np.ndarray, target: np.ndarray,
 
 
 # --- one chain in plain floats -------------------------------------------------------------
-# The live loop lifts a swinging foot one frame at a time (``playback.reference.SwingLift``): for one
-# chain numpy's per-call overhead is ~10x the arithmetic. ``two_bone_ik_t`` does
+# The live loop lifts a swinging foot one frame at a time (``playback.reference.SwingLift``):
+# for one chain numpy's per-call overhead is ~10x the arithmetic. ``two_bone_ik_t`` does
 # ``two_bone_ik``'s operations in the same order (tests compare them bit for bit).
 
 def _sub(p, q) -> tuple:
