@@ -85,6 +85,7 @@ from physmocap.matching.avatar import (Avatar, AvatarSettings, avatar_features, 
 from physmocap.matching.database import build_database, resample
 from physmocap.matching.trajectory import facing_from_yaw, yaw_of
 from physmocap.playback.reach import HANDS
+from physmocap.playback.track import BALANCES, MODES
 from physmocap.tracking import ThreePointTrack
 
 
@@ -191,7 +192,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     the body (see the module docstring)."""
     from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
-    from physmocap.playback.reach import ArmReach, reach_report
+    from physmocap.playback.reach import hand_distances, reach_report
     from physmocap.playback.track import track_any
 
     sk = body.skeleton
@@ -216,7 +217,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     wrists = [sk.index(h) for h in HANDS]
     # the hands against the controllers, over the frames where the arm reaches them
     hs = reach_report(sk, res.motion.root_pos, res.motion.lrot, targets)
-    reach_arm = ArmReach(sk)                       # its shoulders and arm lengths
+    hand_dist, _, hand_ok = hand_distances(sk, res.motion.root_pos, res.motion.lrot, targets)
     hk = reach_report(sk, kin.root_pos, kin.lrot, targets)
     # the truth itself on the body, the same way: what the physics does to a real motion
     t_rep = track_any(tr, body, mode=mode, settings=settings).report()
@@ -252,9 +253,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
         "reachable": hs["hand_reachable_fraction"],
         # per frame, for --plot: the simulated wrists' distance to the controllers (F, 2) m and
         # whether each controller was within the arm's reach
-        "hand_dist": np.linalg.norm(res.motion.gpos[:, wrists] - targets, axis=-1),
-        "hand_ok": np.linalg.norm(targets - res.motion.gpos[:, reach_arm.shoulders], axis=-1)
-        <= reach_arm.length,
+        "hand_dist": hand_dist, "hand_ok": hand_ok,
     }
 
 
@@ -291,9 +290,9 @@ def main() -> None:
     ap.add_argument("--physics", action="store_true",
                     help="also track mm 3-point's output on the simulated body (as avatar "
                          "--physics)")
-    ap.add_argument("--mode", choices=("assist", "physical"), default="assist",
+    ap.add_argument("--mode", choices=MODES, default="assist",
                     help="with --physics: root assist or fully physical")
-    ap.add_argument("--balance", choices=("none", "stepping"), default="none",
+    ap.add_argument("--balance", choices=BALANCES, default="none",
                     help="with --physics --mode physical: the stepping balance controller")
     ap.add_argument("--no-reach", action="store_true",
                     help="with --physics: the arms follow the reference only (no ArmReach)")

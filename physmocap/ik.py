@@ -13,7 +13,7 @@ import numpy as np
 
 from . import quat
 
-__all__ = ["two_bone_ik", "two_bone_ik_t"]
+__all__ = ["two_bone_ik", "two_bone_ik_local", "two_bone_ik_t"]
 
 
 def _unit(v: np.ndarray, eps: float = 1e-9) -> np.ndarray:
@@ -62,6 +62,18 @@ def two_bone_ik(a: np.ndarray, b: np.ndarray, c: np.ndarray, target: np.ndarray,
     turn_b = quat.between(c_moved - b_new, a + lat[..., None] * u - b_new)
     gb_new = quat.mul(turn_b, gb_moved)
     return quat.normalize(ga_new), quat.normalize(gb_new), b_new
+
+
+def two_bone_ik_local(a: np.ndarray, b: np.ndarray, c: np.ndarray, target: np.ndarray,
+                      g_parent: np.ndarray, ga: np.ndarray, gb: np.ndarray, g_end: np.ndarray,
+                      pole: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``two_bone_ik`` as a skeleton wants it: the chain's new LOCAL rotations ``(..., 4)`` of
+    the root (under its parent's world rotation ``g_parent``), the middle joint, and the end,
+    whose world rotation becomes ``g_end`` (a foot or hand keeping its own, or a device's).
+    Other arguments as ``two_bone_ik``."""
+    ga2, gb2, _ = two_bone_ik(a, b, c, target, ga, gb, pole)
+    return (quat.mul(quat.conj(g_parent), ga2), quat.mul(quat.conj(ga2), gb2),
+            quat.mul(quat.conj(gb2), g_end))
 
 
 # --- one chain in plain floats -------------------------------------------------------------

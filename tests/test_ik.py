@@ -68,6 +68,24 @@ def test_a_straight_chain_reaches_off_its_line(rng):
     assert np.allclose(np.linalg.norm(b2 - a, axis=-1), 0.3)
 
 
+def test_local_rotations_compose_to_the_solved_chain(rng):
+    """``two_bone_ik_local``: under the parent's world rotation the local rotations give back
+    ``two_bone_ik``'s world rotations, and the end's world rotation is ``g_end``."""
+    from physmocap.ik import two_bone_ik_local
+    from scipy.spatial.transform import Rotation
+    n = 50
+    a, b, c, ga, gb = chain(rng, n)
+    t = a + (c - a) * 0.8
+    gp = Rotation.random(n, random_state=3).as_quat()
+    ge = Rotation.random(n, random_state=4).as_quat()
+    la, lb, lc = two_bone_ik_local(a, b, c, t, gp, ga, gb, ge)
+    ga2, gb2, _ = two_bone_ik(a, b, c, t, ga, gb)
+    wa = quat.mul(gp, la)
+    wb = quat.mul(wa, lb)
+    assert np.all(quat.angle(wa, ga2) < 1e-6) and np.all(quat.angle(wb, gb2) < 1e-6)
+    assert np.all(quat.angle(quat.mul(wb, lc), ge) < 1e-6)
+
+
 def test_one_chain_in_floats_is_the_batched_solver_bit_for_bit(rng):
     from physmocap.ik import two_bone_ik_t
     n = 400

@@ -51,7 +51,7 @@ import numpy as np
 
 from .. import quat
 from ..errors import ShapeError, UnknownNameError, known_list
-from ..ik import two_bone_ik
+from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
 from ..tracking import ThreePointTrack
@@ -288,13 +288,11 @@ class _Placer:
         leg_pole = (B[:2] - A[:2]) - np.sum((B[:2] - A[:2]) * ac, -1, keepdims=True) * ac
         fwd, out, up = s.pole
         arm_pole = quat.rotate(root_rot, np.array([[fwd, out, up], [fwd, -out, up]]))
-        ga, gb, _ = two_bone_ik(A, B, C, targets, grot[self.A], grot[self.B],
-                                np.concatenate([leg_pole, arm_pole]))
-        lr[self.A] = quat.mul(quat.conj(grot[self.parents[self.A]]), ga)
-        lr[self.B] = quat.mul(quat.conj(ga), gb)
         # feet keep their world rotation; hands and head take the devices'
         g_end = np.concatenate([grot[self.feet], quat.mul(rot[1:], quat.conj(self.R))])
-        lr[self.C] = quat.mul(quat.conj(gb), g_end)
+        lr[self.A], lr[self.B], lr[self.C] = two_bone_ik_local(
+            A, B, C, targets, grot[self.parents[self.A]], grot[self.A], grot[self.B], g_end,
+            np.concatenate([leg_pole, arm_pole]))
         lr[self.head] = quat.mul(quat.conj(grot[self.parents[self.head]]),
                                  quat.mul(rot[0], quat.conj(self.R)))
         rec.hand_target.append(np.array(pos[1:]))
@@ -696,12 +694,10 @@ def avatar_on_body(motion: Motion, record: AvatarRecord, skeleton: Skeleton) -> 
     B = par[C]
     A = par[B]
     gpos, grot = out.gpos[:n], out.grot[:n]
-    ga, gb, _ = two_bone_ik(gpos[:, A], gpos[:, B], gpos[:, C], targets, grot[:, A],
-                            grot[:, B])
     lrot = np.array(out.lrot)
-    lrot[:n, A] = quat.mul(quat.conj(grot[:, par[A]]), ga)
-    lrot[:n, B] = quat.mul(quat.conj(ga), gb)
-    lrot[:n, C] = quat.mul(quat.conj(gb), grot[:, C])
+    lrot[:n, A], lrot[:n, B], lrot[:n, C] = two_bone_ik_local(
+        gpos[:, A], gpos[:, B], gpos[:, C], targets, grot[:, par[A]], grot[:, A], grot[:, B],
+        grot[:, C])
     return Motion(skeleton, out.fps, out.root_pos, quat.normalize(lrot), dict(out.meta))
 
 

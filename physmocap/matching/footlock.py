@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
-from ..ik import two_bone_ik
+from ..ik import two_bone_ik_local
 from ..motion import Motion
 
 __all__ = ["lock_feet"]
@@ -61,12 +61,10 @@ def lock_feet(motion: Motion, feet: tuple[str, str], contacts: np.ndarray, blend
         far = np.linalg.norm(locked - gpos[:, f], axis=-1) > max_slide
         w = np.where(has & ~far, w, 0.0)
         target = target + w[:, None] * (locked - target)
-        ga, gb, _ = two_bone_ik(gpos[:, h], gpos[:, k], gpos[:, f], target, grot[:, h],
-                                grot[:, k])
-        gparent = grot[:, sk.parents[h]]
-        lrot[:, h] = quat.mul(quat.conj(gparent), ga)
-        lrot[:, k] = quat.mul(quat.conj(ga), gb)
-        lrot[:, f] = quat.mul(quat.conj(gb), grot[:, f])    # the foot keeps its world rotation
+        # the foot keeps its world rotation
+        lrot[:, h], lrot[:, k], lrot[:, f] = two_bone_ik_local(
+            gpos[:, h], gpos[:, k], gpos[:, f], target, grot[:, sk.parents[h]], grot[:, h],
+            grot[:, k], grot[:, f])
         # later chains see the corrected rotations
         new = Motion(sk, motion.fps, motion.root_pos, quat.normalize(lrot), dict(motion.meta))
         gpos, grot = np.array(new.gpos), np.array(new.grot)

@@ -38,10 +38,10 @@ import numpy as np
 
 from .. import quat
 from ..errors import SettingsError, ShapeError, UnknownNameError
-from ..ik import two_bone_ik
+from ..ik import two_bone_ik_local
 from ..skeleton import Skeleton, forward_kinematics, forward_kinematics_frame
 
-__all__ = ["ArmReach", "HANDS", "reach_report"]
+__all__ = ["ArmReach", "HANDS", "hand_distances", "reach_report"]
 
 HANDS = ("LeftHand", "RightHand")
 
@@ -73,6 +73,8 @@ class ArmReach:
         self.shoulders = par[self.elbows]       # the arms' root joints
         self.parents = par[self.shoulders]      # the chains' parents (clavicles)
         self.frames = par[self.parents]         # Q: the frames the deviation is taken in (chest)
+        # (K, 3): each arm's shoulder, elbow and wrist (the joints ``bend`` changes)
+        self.joints = np.stack([self.shoulders, self.elbows, c], axis=1)
         self.length = (np.linalg.norm(skeleton.offsets[c], axis=-1)
                        + np.linalg.norm(skeleton.offsets[self.elbows], axis=-1))   # (K,) m
         if not 0.0 <= extrapolate <= 1.0:                    # also refuses NaN
@@ -127,29 +129,38 @@ class ArmReach:
         v = quat.inv_rotate(e_q[live], v - e_p[live])                      # E⁻¹ ...
         v = quat.inv_rotate(d_q[live], v - d_p[live])                      # D⁻ᵃ ...
         t_ref = x1[Q] + quat.rotate(g1[Q], v)                              # R1 ...
-        ga, gb, _ = two_bone_ik(x1[A], x1[B], x1[C], t_ref, g1[A], g1[B])
-        lrot[A] = quat.mul(quat.conj(g1[P]), ga)
-        lrot[B] = quat.mul(quat.conj(ga), gb)
-        lrot[C] = quat.mul(quat.conj(gb), g1[C])          # the hand keeps its world rotation
+        # the hand keeps its world rotation
+        lrot[A], lrot[B], lrot[C] = two_bone_ik_local(x1[A], x1[B], x1[C], t_ref, g1[P], g1[A],
+                                                      g1[B], g1[C])
         return quat.normalize(lrot)
 
 
-def reach_report(skeleton: Skeleton, root_pos: np.ndarray, lrot: np.ndarray,
-                 targets: np.ndarray, hands: tuple = HANDS, tolerance: float = 0.01) -> dict:
-    """How close the hands of a motion (``root_pos (F, 3)``, ``lrot (F, J, 4)``) came to
-    ``targets (F, K, 3)`` m (NaN rows: no target). A target is reachable when it lies within
-    the arm's length (upper arm + forearm) of the shoulder; ``within_tolerance_fraction``
-    counts reachable hand-frames within ``tolerance`` m."""
+def hand_distances(skeleton: Skeleton, root_pos: np.ndarray, lrot: np.ndarray,
+                   targets: np.ndarray, hands: tuple = HANDS
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per frame, how far the hands of a motion (``root_pos (F, 3)``, ``lrot (F, J, 4)``) are
+    from ``targets (F, K, 3)`` m (NaN rows: no target): ``(d, on, ok)``, each ``(F, K)``: the
+    distance (m; NaN without a target), whether there is a target, and whether it is reachable
+    (within the arm's length, upper arm + forearm, of the shoulder)."""
     arm = ArmReach(skeleton, hands)
     targets = np.asarray(targets, float)
     F = len(root_pos)
     if targets.shape != (F, len(arm.hands), 3):
-        raise ShapeError(f"reach_report: targets must be ({F}, {len(arm.hands)}, 3), got "
-                         f"{targets.shape}")
+        raise ShapeError(f"reach_report / hand_distances: targets must be ({F}, "
+                         f"{len(arm.hands)}, 3), got {targets.shape}")
     g, _ = forward_kinematics(skeleton, lrot, root_pos)
-    on = ~np.isnan(targets).any(axis=-1)                                      # (F, K)
+    on = ~np.isnan(targets).any(axis=-1)
     d = np.linalg.norm(g[:, arm.hands] - targets, axis=-1)
     ok = on & (np.linalg.norm(targets - g[:, arm.shoulders], axis=-1) <= arm.length)
+    return d, on, ok
+
+
+def reach_report(skeleton: Skeleton, root_pos: np.ndarray, lrot: np.ndarray,
+                 targets: np.ndarray, hands: tuple = HANDS, tolerance: float = 0.01) -> dict:
+    """How close the hands of a motion came to ``targets`` (``hand_distances``'s arguments):
+    mean distances (all target frames, reachable ones), the reachable share, and
+    ``within_tolerance_fraction``: the reachable hand-frames within ``tolerance`` m."""
+    d, on, ok = hand_distances(skeleton, root_pos, lrot, targets, hands)
     mean = lambda x: float(np.mean(x)) if x.size else None                    # noqa: E731
     return {"hand_error_m": mean(d[on]),
             "hand_error_reachable_m": mean(d[ok]),

@@ -475,8 +475,7 @@ class Tracker:
             live = ~np.isnan(reach).any(axis=1)
             if live.any():      # the reaching arms' own motor lead (``reach_lead``)
                 lead = np.full((self.J, 1), lead)
-                lead[np.concatenate([a.shoulders[live], a.elbows[live], a.hands[live]])] = \
-                    s.reach_lead
+                lead[a.joints[live].ravel()] = s.reach_lead
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
         ang1 = np.array(quat.to_scaled_axis_t(quat.mul_t(rot1.tolist(), quat.conj_t(
