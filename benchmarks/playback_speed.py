@@ -9,7 +9,9 @@ physics steps per frame, and the tracking figures of ``TrackResult.report()``. F
 runs also with balance feedback (``phys+torque``, ``phys+motors``: ``TrackingSettings(
 balance=True)``, ``BalanceSettings.drive``; ``phys+step``: ``balance.STEPPING``), 20 s where
 the reference allows, with the time of the first fall, ``lost``: when the root first strays
-0.5 m from the reference's, and ``down``: when the head first drops below 1 m.
+0.5 m from the reference's, and ``down``: when the head first drops below 1 m. ``solved``
+also loops the walking captures' gait cycle (``reference.walk_cycle``) to 20 s, fully physical
+with ``STEPPING``, in six headings.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from physmocap.matching.retarget import retarget
 from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, track
 from physmocap.playback.balance import STEPPING, BalanceSettings
+from physmocap.playback.reference import loop_motion, walk_cycle
 from physmocap.scene import load_body
 
 # fully physical variants: no balance feedback (the default), and the two balance drives
@@ -42,6 +45,15 @@ def down_s(res, body) -> str:
     h = res.motion.gpos[:, body.index("Head"), 2]
     low = np.nonzero(h < 1.0)[0]
     return f"{low[0] / res.motion.fps:.2f}s" if len(low) else "-"
+
+
+def turned(motion: Motion, yaw: float) -> Motion:
+    """``motion`` turned by ``yaw`` rad about the vertical through the origin."""
+    q = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), yaw)
+    lrot = np.array(motion.lrot)
+    lrot[:, 0] = quat.mul(q, lrot[:, 0])
+    return Motion(motion.skeleton, motion.fps, quat.rotate(q, motion.root_pos), lrot,
+                  motion.meta)
 
 
 def lost_s(res) -> str:
@@ -216,6 +228,7 @@ def solved() -> None:
     """Physical playback of the real captures as the marker solver solves them (the takes of
     ``benchmarks/solve_real.py``), in both modes."""
     from solve_real import CAPTURES
+    walking = ("pig/PiG_Motion-FlatFoot-Full", "cmu/02_01")    # the walking captures
 
     from physmocap.io.c3d import read_c3d
     from physmocap.scene import pick_markerset
@@ -223,19 +236,39 @@ def solved() -> None:
 
     body = load_body()
     root = data_dir() / "c3d"
+    walks = {}
     print("\nsolved captures, played back")
     print(f"{'capture':32s} {'mode':9s} {'frames':>6s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} "
-          f"{'pen mm':>6s} {'skate':>6s}  falls")
+          f"{'pen mm':>6s} {'skate':>6s} {'down':>6s}  falls")
     for name, static in CAPTURES:
         t = read_c3d(root / f"{name}.c3d")
         st = read_c3d(root / f"{static}.c3d") if static else None
         motion = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
-        for mode in ("assist", "physical"):
-            rep = track(motion, body, mode).report()
+        for mode, s in (("assist", TrackingSettings()), ("physical", PHYSICAL["physical"]),
+                        ("phys+step", PHYSICAL["phys+step"])):
+            res = track(motion, body, "assist" if mode == "assist" else "physical", settings=s)
+            rep = res.report()
             falls = ", ".join(f"{f['time_s']:.2f}s" for f in rep["falls"]) or "-"
             print(f"{name:32s} {mode:9s} {rep['frames']:6d} {rep['tracking_error_m']:6.3f} "
                   f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
-                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f}  {falls}")
+                  f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f} "
+                  f"{down_s(res, body):>6s}  {falls}")
+        if name in walking:
+            walks[name] = motion
+    # the walks' most closed gait cycle looped to 20 s (a capture starts and ends elsewhere),
+    # fully physical with STEPPING, the whole reference turned to six headings (one run of a
+    # falling body says little)
+    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+    print(f"\nsolved walks, their gait cycle looped to 20 s, phys+step, headings "
+          f"{', '.join(f'{y:g}' for y in yaws)} rad: head below 1 m at (s)")
+    for name, motion in walks.items():
+        i, j, seam = walk_cycle(motion)
+        ref = loop_motion(motion[i:j + 1], int(np.ceil(20.0 * motion.fps / (j - i))) + 1)
+        downs = [down_s(track(turned(ref, y), body, "physical", PHYSICAL["phys+step"]), body)
+                 for y in yaws]
+        print(f"{name:32s} cycle {i}-{j} ({(j - i) / motion.fps:.2f} s at {motion.fps:g} Hz, "
+              f"seam {100 * seam:.1f} cm), {ref.n_frames / motion.fps:.1f} s: up "
+              f"{downs.count('-')} of {len(yaws)}; {' '.join(downs)}")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ import pytest
 from physmocap import quat
 from physmocap.motion import Motion
 from physmocap.playback import FrameRetargeter, TrackingSettings, track
+from physmocap.errors import ShapeError
 from physmocap.playback.reference import (StanceFloor, SwingLift, ground_motion, level_feet,
-                                          sole_points, sole_sides)
+                                          loop_motion, sole_points, sole_sides, walk_cycle)
 from physmocap.scene import load_body
 
 from conftest import WALK_001
@@ -255,3 +256,56 @@ def test_swing_lift_raises_a_swinging_foot_below_the_clearance(body):
         assert y[ankle[0], 2] - x[ankle[0], 2] == pytest.approx(want, abs=1e-6)
         assert np.allclose(y[ankle[0], :2], x[ankle[0], :2], atol=1e-6)   # straight up
         assert np.allclose(y[ankle[1]], x[ankle[1]])               # the still foot stays
+
+
+def _periodic_walk(body, period: int, frames: int, fps: float = 60.0, speed: float = 1.2,
+                   phase: float = 0.3) -> Motion:
+    """A synthetic walk: every joint swings with one period (``period`` frames) about its own
+    axis, the root moves ahead at ``speed`` m/s and bobs with half the period."""
+    t = np.arange(frames)
+    J = len(body)
+    rng = np.random.default_rng(3)
+    axes = rng.normal(size=(J, 3))
+    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
+    ang = 0.3 * np.sin(2 * np.pi * t[:, None] / period + phase + rng.uniform(0, 6, J))
+    lrot = quat.from_axis_angle(np.broadcast_to(axes, (frames, J, 3)), ang)
+    lrot[:, 0] = quat.identity((frames,))
+    root = np.zeros((frames, 3))
+    root[:, 0] = speed * t / fps
+    root[:, 2] = 0.95 + 0.02 * np.cos(4 * np.pi * t / period)
+    return Motion(body.skeleton, fps, root, quat.normalize(lrot))
+
+
+def test_walk_cycle_finds_the_period_of_a_periodic_walk(body):
+    for period in (55, 67):
+        m = _periodic_walk(body, period, 200)
+        start, stop, seam = walk_cycle(m)
+        assert stop - start == period
+        assert seam < 1e-9
+        # looped, the cycle continues the walk: the seam frames coincide with the clip's own
+        looped = loop_motion(m[start:stop + 1], 3)
+        assert np.allclose(looped.lrot[period + 5], m.lrot[start + 5])
+        assert np.allclose(looped.root_pos[period + 5, :2] - looped.root_pos[period, :2],
+                           m.root_pos[start + 5, :2] - m.root_pos[start, :2])
+
+
+def test_walk_cycle_counts_the_root_velocity(body):
+    """A pose met again at another speed is not the same state: the root's velocity in the
+    heading frame, times ``velocity_s``, is one more point of the mismatch."""
+    m = _periodic_walk(body, 60, 200)
+    t = np.arange(200) / m.fps
+    root = m.root_pos.copy()
+    root[:, 0] = 0.5 * t + 0.3 * t ** 2            # speeding up at 0.6 m/s²
+    acc = Motion(m.skeleton, m.fps, root, m.lrot)
+    assert walk_cycle(acc, velocity_s=0.0)[2] < 1e-9          # the same poses every 60 frames
+    start, stop, seam = walk_cycle(acc, max_s=1.2)
+    assert stop - start == 60
+    # the velocity differs by 0.6 m/s² x 1 s: 0.1 s x 0.6 m/s as one of J + 1 points
+    assert seam == pytest.approx(0.1 * 0.6 / np.sqrt(len(body) + 1), rel=0.02)
+
+
+def test_walk_cycle_errors(body):
+    m = _periodic_walk(body, 60, 40)                      # 0.67 s: no 0.8 s cycle fits
+    with pytest.raises(ShapeError, match="no cycle"):
+        walk_cycle(m)
+    assert walk_cycle(m, min_s=0.3, max_s=0.6)[2] >= 0

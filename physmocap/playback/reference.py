@@ -9,7 +9,8 @@ brushing the ground. ``track`` and the live loop (``live.LivePlayback``) prepare
 * ``ground_motion`` (a whole clip) and ``StanceFloor`` (frame by frame, causal): the root moved
   vertically so the feet stand on the floor (the lowest sole point, or the still / stance feet);
 * ``SwingLift`` / ``lift_swing``: a swinging foot that reaches below a clearance lifted;
-* ``loop_motion``: a walk cycle repeated end to start;
+* ``walk_cycle`` and ``loop_motion``: the most closed gait cycle of a clip (a captured walk
+  starts and ends in other poses), repeated end to start for long physical tests;
 * ``FrameRetargeter``: ``retarget`` one frame at a time, for a live controller on another
   skeleton;
 * ``sole_points`` / ``sole_sides``: the foot boxes' bottom corners these rules measure.
@@ -20,13 +21,14 @@ import numpy as np
 
 from .. import quat
 from .._arrays import step_speed
+from ..errors import ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate
 from ..skeleton import Skeleton
 from .character import Character, foot_joints, leg_chains
 
 __all__ = ["sole_points", "sole_sides", "level_feet", "ground_motion", "StanceFloor",
-           "SwingLift", "lift_swing", "loop_motion", "FrameRetargeter"]
+           "SwingLift", "lift_swing", "walk_cycle", "loop_motion", "FrameRetargeter"]
 
 
 def sole_points(body: BodyTemplate) -> tuple[np.ndarray, np.ndarray]:
@@ -255,6 +257,39 @@ def lift_swing(motion: Motion, body: BodyTemplate, clearance: float) -> Motion:
                      for q, c, v, x, g in zip(motion.lrot, P, V, gpos, grot)])
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, swing_lifted=clearance))
+
+
+def walk_cycle(motion: Motion, min_s: float = 0.8, max_s: float = 2.0,
+               velocity_s: float = 0.1) -> tuple[int, int, float]:
+    """The frames ``(start, stop)`` of ``motion`` whose poses are most alike, ``stop - start``
+    within ``min_s`` and ``max_s`` seconds apart: ``motion[start:stop + 1]`` is a gait cycle that
+    ``loop_motion`` can repeat with the smallest seam. Returns also the seam's mismatch (m): the
+    RMS over joints of the distance between the two frames' joint positions, each taken
+    relative to the root in the root's heading frame, with the root's velocity in that frame
+    times ``velocity_s`` s counted as one more point (a pose passed through at another speed
+    is not the same state).
+
+    A captured walk starts from standing and ends elsewhere; looped whole, its seam would put
+    the last pose next to the first. Raises ``ShapeError`` if the clip is shorter than
+    ``min_s`` (no cycle fits)."""
+    from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
+    F, fps = motion.n_frames, float(motion.fps)
+    lo, hi = int(np.ceil(min_s * fps)), min(int(np.floor(max_s * fps)), F - 1)
+    if F < 3 or lo > hi:
+        raise ShapeError(f"walk_cycle: a {F / fps:.2f} s clip holds no cycle of {min_s:g} s "
+                         f"or more; loop the whole clip (loop_motion) or lower min_s")
+    yaw = yaw_of(motion.lrot[:, 0])
+    inv = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), -yaw)              # (F, 4)
+    rel = quat.rotate(inv[:, None], motion.gpos - motion.root_pos[:, None])   # (F, J, 3)
+    vel = np.gradient(motion.root_pos, axis=0) * fps
+    pts = np.concatenate([rel, velocity_s * quat.rotate(inv, vel)[:, None]], axis=1)
+    best = (np.inf, 0, lo)
+    for lag in range(lo, hi + 1):
+        d = np.sqrt(np.mean(np.sum((pts[lag:] - pts[:-lag]) ** 2, axis=-1), axis=-1))  # (F-lag,)
+        i = int(np.argmin(d))
+        if d[i] < best[0]:
+            best = (float(d[i]), i, i + lag)
+    return best[1], best[2], best[0]
 
 
 def loop_motion(motion: Motion, loops: int) -> Motion:
