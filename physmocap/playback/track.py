@@ -65,9 +65,9 @@ class TrackingSettings:
     """Simulation and controller constants (SI units).
 
     Attributes:
-        timestep: s, physics step (the longest); a motion frame of ``dt`` s takes ``dt /
-            timestep`` steps when that is a whole number, else ``ceil(dt / timestep)`` steps
-            of ``dt / n`` (``Tracker.substeps``).
+        timestep: s, physics step; a motion frame of ``dt`` s takes about ``dt / timestep``
+            steps, the simulated time kept within one step of the reference's
+            (``Tracker.substeps``).
         gravity: m/s².  friction: ground and body Coulomb friction. 0.4 (a shoe on a smooth
             floor): kinematic references let stance feet creep a few cm (retargeting, blending)
             and a foot held by a stickier floor then fights the joint motors; measured on the
@@ -352,7 +352,7 @@ class Tracker:
         s = settings
         bal = mode == "physical" and s.balance
         self.timestep = s.timestep
-        self._h = s.timestep              # the physics step set now (``substeps``)
+        self._owed = 0.0                  # s of reference time not yet simulated (``substeps``)
         # a body on its own legs needs a floor that holds its feet (``BalanceSettings``)
         self.char = Character(self.body, s.timestep, s.gravity,
                               s.balance_gains.friction if bal else s.friction,
@@ -432,6 +432,7 @@ class Tracker:
                                        np.zeros(3) if w is None else w,
                                        np.zeros((self.J, 3)) if ja is None else ja, 0.0)
         self.frame, self.time, self._low = 0, 0.0, 0.0
+        self._owed = 0.0
         self._root = root_pos
         self.fallen, self.falls = False, []
 
@@ -448,18 +449,20 @@ class Tracker:
         if self.balance is not None:
             self.balance.shift_reference(d)
 
-    def substeps(self, dt: float) -> tuple[int, float]:
-        """The physics steps of a ``dt`` s frame: their number and length (s). ``dt /
-        timestep`` steps of ``timestep`` when that is a whole number (60, 120, 240 Hz at
-        1/240 s), else ``ceil(dt / timestep)`` equal steps that fill the frame exactly: rounded,
-        a 100 Hz frame took 2 steps of 1/240 s, and the simulation ran 17 % slower than its
-        reference (a 100 Hz solved walk looped to 20 s, fully physical with ``STEPPING``, fell
-        at 3.2-3.3 s in six headings out of six; resampled to 60 Hz it stayed up in all six)."""
-        n = max(1, int(round(dt / self.timestep)))
-        if abs(n * self.timestep - dt) <= 1e-9 * dt:
-            return n, self.timestep
-        n = int(np.ceil(dt / self.timestep))
-        return n, dt / n
+    def substeps(self, dt: float) -> int:
+        """The physics steps (of ``timestep``) for the next frame of ``dt`` s: as many as keep
+        the simulated time within one step of the reference's (a fixed-step clock: a 100 Hz
+        frame takes 2 or 3 steps of 1/240 s, 2.4 on average; rates that divide 240 Hz take
+        the same number every frame). Rounded every frame, a 100 Hz frame took 2 steps, 8.3
+        of its 10 ms, and the simulation ran 17 % slower than its reference. Equal shorter
+        steps that fill each frame kept the time but stiffened the motors, whose gains act
+        per step (a solved 100 Hz walk looped to 20 s, fully physical with ``STEPPING``: down
+        at 2.7-3.9 s in six headings of six; resampled to 60 or 120 Hz up in all six).
+        Stateful: it counts the time owed (``reset`` clears it)."""
+        self._owed += dt
+        n = int(self._owed / self.timestep + 1e-6)     # 0 for some frames above 240 Hz
+        self._owed -= n * self.timestep
+        return n
 
     def step(self, ref_root_pos, ref_root_rot, ref_lrot, dt: float, reach=None):
         """Simulate ``dt`` seconds toward the reference pose (``(3,)``, ``(4,)``, ``(J, 4)``).
@@ -514,10 +517,7 @@ class Tracker:
         if self.holds is not None:
             self.holds.update(self.time)
 
-        n, h = self.substeps(dt)
-        if h != self._h:
-            p.setTimeStep(h, physicsClientId=c)
-            self._h = h
+        n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
         assist = self.mode == "assist"
         if assist:
@@ -563,7 +563,7 @@ class Tracker:
         self.time += n * h
         low = root[2] < s.fall_root_ratio * pos1[2] or head_z < s.fall_head_height
         self._low = self._low + n * h if low else 0.0
-        speed = float(np.linalg.norm(root - self._root)) / (n * h)
+        speed = float(np.linalg.norm(root - self._root)) / (n * h) if n else 0.0
         self._root = root
         flung = speed > s.fall_speed
         event = None
@@ -576,7 +576,8 @@ class Tracker:
                      "head low" if head_z < s.fall_head_height else "root low"}
             self.falls.append(event)
         self.fallen = now_fallen
-        info = {"assist_force_n": fsum / n, "assist_torque_nm": tsum / n, "contacts": feet,
+        info = {"assist_force_n": fsum / max(n, 1), "assist_torque_nm": tsum / max(n, 1),
+                "contacts": feet,
                 "penetration_m": pen, "head_height_m": head_z, "fallen": now_fallen,
                 "fall": event,
                 "hold_error_m": np.zeros(0) if self.holds is None else self.holds.errors()}
