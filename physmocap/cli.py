@@ -30,6 +30,7 @@ EXAMPLES = {
     "view": "physmocap view walk.bvh --markers walk.c3d -o walk_view.html",
     "render": "physmocap render walk.bvh --markers walk.c3d -o walk.gif --fps 25",
     "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
+            "  physmocap play walk.bvh -o sim.bvh --mode physical --balance stepping --loop 20\n"
             "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
     "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
              "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
@@ -491,15 +492,23 @@ def cmd_play(args) -> int:
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
                              args.motion)
     env = load_environment(args.scene) if args.scene else None
+    loop = None
+    if args.loop is not None:
+        motion, loop = _looped(motion, args.loop, args.motion)
     result = track_any(motion, mode=args.mode, settings=_play_settings(args),
                        progress=Progress(not args.quiet), environment=env)
     write_bvh(result.motion, args.output)
     rep = result.report()
     rep.update(source=str(args.motion), output=str(args.output))
+    if loop is not None:
+        rep["loop"] = loop
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
     if not args.quiet:
         print(f"{args.motion}: {rep.get('frames', motion.n_frames)} frames, mode {args.mode}")
+        if loop is not None:
+            print(f"  looped: frames {loop['start']}-{loop['stop']} ({loop['cycle_s']:.2f} s, "
+                  f"seam {100 * loop['seam_m']:.1f} cm) repeated to {loop['seconds']:.1f} s")
         print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
@@ -507,6 +516,22 @@ def cmd_play(args) -> int:
         _print_holds(rep)
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
+
+
+def _looped(motion, seconds: float, path) -> tuple:
+    """``motion``'s most closed gait cycle (``playback.reference.walk_cycle``) repeated until
+    it lasts ``seconds``, and what was looped (for the report)."""
+    from .playback.reference import loop_motion, walk_cycle
+    if not (seconds > 0 and np.isfinite(seconds)):
+        raise PhysmocapError(f"--loop must be a number of seconds > 0, got {seconds}", path)
+    try:
+        i, j, seam = walk_cycle(motion)
+    except PhysmocapError as e:
+        raise PhysmocapError(f"--loop: {e.reason}", path) from None
+    loops = max(1, int(np.ceil(seconds * motion.fps / (j - i) - 1e-9)))
+    looped = loop_motion(motion[i:j + 1], loops)
+    return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
+                    "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
 
 
 def _print_holds(rep: dict) -> None:
@@ -773,6 +798,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "up (foot placement, leg IK, compliant joints); none = PD tracking only")
     sp.add_argument("--scene", help="scene objects and hand holds (shipped environment name "
                     "or TOML/JSON file, as 'solve --scene')")
+    sp.add_argument("--loop", type=float, metavar="SECONDS",
+                    help="a walk played longer than captured: its most closed gait cycle "
+                    "(0.8-2 s) repeated until it lasts SECONDS")
     sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 

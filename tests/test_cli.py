@@ -283,3 +283,27 @@ def test_play_physical_with_stepping_balance(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run(["play", clip, "-o", str(tmp_path / "x.bvh"), "--balance", "stepping"], capsys)
     assert e.value.code == 2
+
+
+def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
+    """``--loop SECONDS``: the clip's most closed gait cycle repeated until it lasts that long
+    (here the demo walk's 1.26 s, itself one cycle, to 4 s), said in the report; a clip too short
+    for a cycle and a bad number are one-line errors."""
+    from physmocap.io.deepmimic import pybullet_motion_path
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
+                          str(tmp_path / "p.json"), "--loop", "4"], capsys)
+    assert code == 0 and "looped: frames" in out
+    rep = json.loads((tmp_path / "p.json").read_text())
+    loop = rep["loop"]
+    assert 0.8 <= loop["cycle_s"] <= 2.0 and loop["seconds"] >= 4.0
+    assert loop["seconds"] < 4.0 + loop["cycle_s"]
+    from physmocap.io.bvh import read_bvh, write_bvh
+    sim = read_bvh(tmp_path / "sim.bvh")
+    assert sim.duration >= 4.0 - 1e-6
+    short = tmp_path / "short.bvh"
+    write_bvh(sim[:20], short)
+    for extra in (["--loop", "4"], ["--loop", "-1"], ["--loop", "nan"]):
+        path = short if extra[1] == "4" else clip
+        code, out, err = run(["play", str(path), "-o", str(tmp_path / "x.bvh")] + extra, capsys)
+        assert code == 1 and "--loop" in err and len(err.strip().splitlines()) == 1

@@ -2,10 +2,10 @@
 (PD joint motors, gravity, ground contact; optional bounded root assist)."""
 from .balance import BalanceSettings
 from .character import Character
-from .reference import FrameRetargeter, ground_motion, level_feet, loop_motion
+from .reference import FrameRetargeter, ground_motion, level_feet, loop_motion, walk_cycle
 from .track import MODES, Tracker, TrackingSettings, TrackResult, track, track_any
 from .live import LivePlayback, LiveResult, run_live
 
 __all__ = ["BalanceSettings", "Character", "MODES", "FrameRetargeter", "Tracker",
            "TrackingSettings", "TrackResult", "ground_motion", "level_feet", "loop_motion",
-           "track", "track_any", "LivePlayback", "LiveResult", "run_live"]
+           "walk_cycle", "track", "track_any", "LivePlayback", "LiveResult", "run_live"]
