@@ -277,8 +277,8 @@ def _pushed(body, v, **kw):
 def test_recovery_steps_stop_a_pushed_standing_body(body):
     """A standing reference gives no step to take: a body moving forward or to its right at
     0.6 m/s falls unless it takes recovery steps (``recover_dist``); with ``STEPPING``'s it
-    comes to rest within 5 s (measured 0.00 / 0.02 m/s; ``benchmarks/physical_diagnosis.py
-    pushes`` for more pushes: pushed to its left at 0.6 m/s it falls)."""
+    comes to rest within 5 s (measured 0.00 / 0.00 m/s; ``benchmarks/physical_diagnosis.py
+    pushes`` for more pushes: forward at 0.8 or to its left at 0.6 m/s it falls)."""
     for v in ((0.6, 0.0, 0.0), (0.0, -0.6, 0.0)):
         assert _pushed(body, v, recover_dist=0.0)[0]
         fell, _, speed = _pushed(body, v)
@@ -287,8 +287,10 @@ def test_recovery_steps_stop_a_pushed_standing_body(body):
 
 def test_unloaded_planted_foot_is_held_down(body):
     """``hold_feet``: without it a foot that bounced off the floor follows the reference's
-    joint angles from a tilting pelvis, and the body pushed to its right at 0.6 m/s falls."""
-    assert _pushed(body, (0.0, -0.6, 0.0), hold_feet=0.0)[0]
+    joint angles from a tilting pelvis, and the body pushed to its left at 0.4 m/s falls;
+    with it, it stays up."""
+    assert _pushed(body, (0.0, 0.4, 0.0), hold_feet=0.0)[0]
+    assert not _pushed(body, (0.0, 0.4, 0.0))[0]
 
 
 def test_recovery_step_by_the_side_the_body_goes(body):

@@ -59,11 +59,12 @@ recovery steps; each option removes one measured way they failed (``BalanceSetti
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
 first frame; the live straight walk (from standing, its reference's feet level and grounded
-by its still feet) walks 20 s without a fall in each of six headings (11.7-12.1 of the
-reference's 23.8 m; ``physical_diagnosis.py live_headings``; before the velocity term: down
-at 1.5-2.5 s); the live stop and go is up 20 s in 3 of 6 headings (18 of 28 headings; 7 of
-28 before the 0.15 s ``capture_blend``) and down at 4.4-10.3 s in the others, and it does
-not quite come to rest (0.3 m/s at the end of each 3 s stand) (until
+by its still feet) walks 20 s without a fall in each of 28 headings (11.8-12.4 of the
+reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
+term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too (18 of
+28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
+0.15 s ``capture_blend``), but it does not quite come to rest (0.2-0.4 m/s at the end of
+each 3 s stand) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
@@ -159,7 +160,7 @@ class BalanceSettings:
             reference's speed) takes swings shorter than 0.3 s, which landed part-way to the
             reference's own place, far ahead of its centre of mass; the body stopped there and
             fell backward (the live stop and go restarting after a stand: up 20 s in 7 of 28
-            runs, now 18 of 28; README, "Measured").
+            runs, then 18 of 28, 28 since ``plan_s``; README, "Measured").
         recover_dist, recover_s, recover_wait: recovery steps (``_recovery``; 0 = none):
             once the reference has stood on both feet ``recover_wait`` s, a step whenever the
             body's capture point is more than ``recover_dist`` m from the middle of its feet,
@@ -171,7 +172,8 @@ class BalanceSettings:
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
             capture point. Off: the foot carrying less (a body pushed 0.6 m/s to its right
-            stepped with its left foot, across under it, and fell).
+            stepped with its left foot, across under it, and fell). A step by the side the
+            body goes keeps its foot when the other one lifts (``_recovery``).
         recover_blend: s, or ``None`` (``capture_blend``): a recovery step's foot goes from
             below the centre of mass to the capture point within this time (blended over
             ``capture_blend``, 0.3 s, it came down at ``0.6 recover_s``, 0.21 s, 70 % of the way
@@ -182,6 +184,15 @@ class BalanceSettings:
             pushed down onto the floor where it is; else its joints follow the reference's
             angles from a tilting pelvis (a stopped body's feet walked backward from under
             it; ``benchmarks/physical_diagnosis.py pushes``).
+        plan_s: s, or 0: the motors drive's targets (``plan``) are made again every
+            ``plan_s`` of simulated time, rounded to whole physics steps, from the latest
+            reference frame; 0: once per reference frame. ``STEPPING`` plans at 120 Hz
+            (1/120 s): planned once per 60 Hz frame, its feedback (the stance and swing legs'
+            IK from the simulated state, recovery steps) came too seldom, and the live stop and
+            go was up 20 s in 18 of 28 headings, now 28 (README, "Measured"); the DeepMimic
+            walk (30 Hz) looped to 20 s was up in 0 of 6 headings, now 6. It costs one push
+            of six: a standing body started forward at 0.8 m/s falls (it came to rest planned
+            once per frame; ``benchmarks/physical_diagnosis.py pushes``).
         land_depth: m, or ``None`` (the reference's ankle height): a recovery step comes
             down toward this far below standing height (at the reference's, the foot hovered
             a centimetre above the floor, never took the weight, and the body rolled on past
@@ -241,21 +252,26 @@ class BalanceSettings:
     ik_max: float = 0.05
     ik_kd_stand: float | None = None
     ik_kz: float = 1.0
+    plan_s: float = 0.0
 
     def __post_init__(self):
         if self.drive not in DRIVES:
             raise SettingsError(f"unknown balance drive {self.drive!r}; known: {', '.join(DRIVES)}")
+        if not (isinstance(self.plan_s, (int, float)) and 0 <= self.plan_s < float("inf")):
+            raise SettingsError(f"BalanceSettings: plan_s must be a number of seconds >= 0, got "
+                                f"{self.plan_s!r}")
 
 
 DRIVES = ("torque", "motors")
 
 # Compliant joint motors, capture-point foot placement, legs by IK and recovery steps for a
 # reference that stops: each option removes one measured way the body fell (``BalanceSettings``).
-# Measured (README, "Measured"): the demo walk looped to 20 s and the live straight walk
-# without a fall; the live stop and go in 3 of 6 headings; the Bandai walk up its 9.1 s.
+# Measured (README, "Measured"): the demo walk looped to 20 s, the live straight walk and
+# the live stop and go (28 headings each) without a fall; the Bandai walk up its 9.1 s.
 # Its recovery steps land ``capture_forward`` (0.03 m) short of the capture point like any
-# step, a narrow peak: over the live stop and go's 28 headings (18 up 20 s) a recovery step
-# 0 / 0.02 / 0.029 / 0.04 / 0.06 m short is up in 6 / 8 / 17 / 19 / 4 (README, "Measured").
+# step, a narrow peak: over the live stop and go's 28 headings, planned once per frame (18
+# up 20 s), a recovery step 0 / 0.02 / 0.029 / 0.04 / 0.06 m short is up in 6 / 8 / 17 / 19
+# / 4 (README, "Measured").
 STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
@@ -263,7 +279,7 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
                            recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
-                           land_depth=0.01)
+                           land_depth=0.01, plan_s=1.0 / 120.0)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -345,6 +361,7 @@ class BalanceController:
         self._last_swing = []
         self._rec = None             # a recovery step: its side
         self._rec_t = 0.0            # s since it began
+        self._rec_side = False       # stepped by the side the body goes (``recover_choose``)
         self.ref = None
         self._k = 0
         self._ref_com = None
@@ -575,8 +592,11 @@ class BalanceController:
         if self._rec is not None:
             if self._rec_t > s.recover_s and feet[self._rec]:
                 self._rec = None
-            elif feet[self._rec] and not feet[1 - self._rec]:
-                # the body rolled onto the swing foot and lifted the other: that one steps
+            elif feet[self._rec] and not feet[1 - self._rec] and not self._rec_side:
+                # the body rolled onto the swing foot and lifted the other: that one steps.
+                # Not a step by the side the body goes: leaning onto that foot lifts the other,
+                # which would cross under the body (planned at 120 Hz, a body pushed to its
+                # right at 0.6 m/s switched to its left foot before the right lifted, and fell)
                 self._rec = 1 - self._rec
                 self._rec_t = 0.0
                 self._swt[self._rec] = 0.0
@@ -591,6 +611,7 @@ class BalanceController:
             # the foot off the floor, else the one carrying less (lifting the loaded foot
             # drops the body onto the other)
             self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
+            self._rec_side = False
             if s.recover_choose and feet.all():
                 # the capture point well out to one side: that side's foot steps (the other
                 # would cross under the body); else the foot farther behind it (the other one
@@ -600,6 +621,7 @@ class BalanceController:
                 half = 0.5 * abs(float((X[ank[0], :2] - X[ank[1], :2]) @ lf[:2]))
                 if abs(lat) > half + s.recover_side:
                     self._rec = 0 if lat > 0 else 1
+                    self._rec_side = True
                 else:
                     self._rec = int(np.argmax(np.linalg.norm(X[ank, :2] - xi, axis=-1)))
             self._rec_t = 0.0
@@ -780,8 +802,10 @@ class BalanceController:
         ch = self.char
         if self.s.drive == "motors":
             self._k += 1
-            if self._k > 1:
-                return            # the motors keep the frame's targets
+            # plan once per reference frame, or every ``plan_s`` of simulated time
+            m = max(1, round(self.s.plan_s / dt)) if self.s.plan_s > 0 else 0
+            if (self._k - 1) % m != 0 if m else self._k > 1:
+                return            # the motors keep the last plan's targets
             (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv = self.plan(dt)
             forces = np.repeat(self.max_torque[1:, None], 3, axis=1)
             for sd, chain in enumerate(self.chains):

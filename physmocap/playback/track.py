@@ -213,7 +213,7 @@ class TrackingSettings:
             motors: ``BalanceSettings.drive``); ``False`` (default): the position motors of
             ``"assist"`` mode toward the reference, no balance feedback. Off by default: only
             ``balance.STEPPING`` keeps a walk up (the demo walk and the live straight walk, 20
-            s; the live stop and go in 3 of 6 headings: README, "Measured"), and it tracks
+            s; the live stop and go in 28 of 28 headings: README, "Measured"), and it tracks
             joint angles looser than the stiff motors (standing 1.2 cm instead of 0.2 cm).
         balance_gains: ``balance.BalanceSettings`` (also the floor's friction in physical
             mode with ``balance``).
