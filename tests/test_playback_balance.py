@@ -301,3 +301,36 @@ def test_recovery_step_by_the_side_the_body_goes(body):
     assert first == 1 and not fell
     fell, first, _ = _pushed(body, (0.0, -0.6, 0.0), recover_choose=False)
     assert first == 0 and fell
+
+
+@pytest.mark.parametrize("plan_s", [-0.01, float("inf"), float("nan"), "fast"])
+def test_plan_interval_must_be_a_number_of_seconds(plan_s):
+    with pytest.raises(SettingsError, match="plan_s"):
+        BalanceSettings(drive="motors", plan_s=plan_s)
+
+
+def test_motors_are_planned_every_plan_s(body, monkeypatch):
+    """``plan_s``: the motors' targets are made every ``plan_s`` of simulated time (1/120 s:
+    twice per 60 Hz frame of four physics steps), 0: once per reference frame; planned every
+    frame's length, the simulation is the same bit for bit as once per frame."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING, BalanceController
+    calls = []
+    plan = BalanceController.plan
+    monkeypatch.setattr(BalanceController, "plan",
+                        lambda self, dt: calls.append(dt) or plan(self, dt))
+    J = len(body)
+    root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
+    ends = {}
+    for plan_s in (1 / 120, 0.0, 1 / 60):
+        calls.clear()
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING,
+                                                                             plan_s=plan_s))
+        with Tracker(body, "physical", s) as tr:
+            tr.reset(root, lrot[0], lrot, dt=1 / 60)
+            for _ in range(30):
+                tr.step(root, lrot[0], lrot, 1 / 60)
+            ends[plan_s] = np.array(tr.char.base_state()[0])
+        assert len(calls) == {1 / 120: 60, 0.0: 30, 1 / 60: 30}[plan_s]
+    assert np.array_equal(ends[0.0], ends[1 / 60])
