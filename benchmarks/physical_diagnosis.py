@@ -4,6 +4,7 @@
                                             [start_phase] [live_start] [live_paced]
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
+                                            [live_headings_28]           (not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -26,6 +27,8 @@
   the whole task turned to six headings (the input's camera and the start facing): the same
   walk in other floating-point conditions, since one run of a falling body says little;
   for stop and go also whether the body came to rest at the end of each stand;
+  ``live_headings_28`` the same over the 28 headings of README (``HEADINGS_28``: the six,
+  every 30°, ten drawn at random; about 8 minutes);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -337,11 +340,16 @@ def live_paced() -> None:
                   f"{fwd:.2f}, sideways {side:.2f} m/s")
 
 
-def live_headings() -> None:
-    """``STEPPING`` on the live walking inputs turned to six headings: when the head first
-    drops below 1 m (20 s: never), how far body and reference walked, and (stop and go) the
-    body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at rest:
-    < 0.1)."""
+# the 28 headings of README's fully physical live figures: the six, every 30 deg, ten at random
+HEADINGS_28 = ((0.0, 0.7, 2.0, 3.0, 4.0, 5.0) + tuple(np.radians(np.arange(0, 360, 30)))
+               + tuple(np.random.default_rng(7).uniform(0, 2 * np.pi, 10)))
+
+
+def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0)) -> None:
+    """``STEPPING`` on the live walking inputs turned to six headings (``yaws`` rad): when the
+    head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
+    go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
+    rest: < 0.1)."""
     import dataclasses
 
     from physmocap.matching.controller import Controller
@@ -354,7 +362,6 @@ def live_headings() -> None:
     head = body.index("Head")
     db, feats = live_database()
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
-    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
           + ", ".join(f"{y:.1f}" for y in yaws)
           + " rad: head below 1 m at (s); walked / reference (m); stop and go: speed at the "
@@ -383,8 +390,8 @@ def live_headings() -> None:
             walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
                          f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
             stands.append("/".join(f"{np.mean(x):.1f}" for x in late if len(x) > 50) or "-")
-        print(f"  {name:14s} down: {' '.join(f'{d:>5s}' for d in downs)}; walked: "
-              + " ".join(walks))
+        print(f"  {name:14s} up 20 s in {downs.count('never')} of {len(yaws)}; down: "
+              f"{' '.join(f'{d:>5s}' for d in downs)}; walked: " + " ".join(walks))
         if name == "stop_and_go":
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
@@ -534,9 +541,10 @@ if __name__ == "__main__":
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
              "live_paced": live_paced, "live_headings": live_headings,
+             "live_headings_28": lambda: live_headings(HEADINGS_28),
              "live_reference": live_reference, "pushes": pushes,
              "soles": soles}
-    for part in (sys.argv[1:] or parts):
+    for part in (sys.argv[1:] or [k for k in parts if k != "live_headings_28"]):
         if part not in parts:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")
         parts[part]()

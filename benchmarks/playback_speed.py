@@ -2,7 +2,8 @@
 humanoid): clips, the solved real captures, and motion matching coupled live.
 
     python benchmarks/playback_speed.py [clips] [solved] [live] [iterations]
-                                        [physical_iterations] [order]   (default: the first three)
+                                        [physical_iterations] [order] [looped]
+                                        (default: the first three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
@@ -11,7 +12,8 @@ balance=True)``, ``BalanceSettings.drive``; ``phys+step``: ``balance.STEPPING``)
 the reference allows, with the time of the first fall, ``lost``: when the root first strays
 0.5 m from the reference's, and ``down``: when the head first drops below 1 m. ``solved``
 also loops the walking captures' gait cycle (``reference.walk_cycle``) to 20 s, fully physical
-with ``STEPPING``, in six headings.
+with ``STEPPING``, in six headings; ``looped`` does so with pybullet_data's DeepMimic walk
+(30 and 60 Hz), beside ``STEPPING`` planned once per reference frame.
 """
 from __future__ import annotations
 
@@ -271,11 +273,36 @@ def solved() -> None:
               f"{downs.count('-')} of {len(yaws)}; {' '.join(downs)}")
 
 
+def looped() -> None:
+    """The pybullet_data DeepMimic walk (30 Hz, and resampled to 60 Hz), its gait cycle looped
+    to 20 s (as ``play --loop 20``), fully physical in six headings: ``STEPPING`` (its motors
+    planned at 120 Hz) beside ``STEPPING`` planned once per reference frame (``plan_s`` 0)."""
+    import dataclasses
+
+    from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
+    from physmocap.playback import track_any
+
+    body = load_body()
+    clip = read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt"))
+    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+    once = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, plan_s=0.0))
+    print(f"\nDeepMimic walk, its gait cycle looped to 20 s, fully physical, headings "
+          f"{', '.join(f'{y:g}' for y in yaws)} rad: head below 1 m at (s)")
+    for fps in (clip.fps, 60.0):
+        m = clip if fps == clip.fps else resample(clip, fps)
+        i, j, seam = walk_cycle(m)
+        ref = loop_motion(m[i:j + 1], int(np.ceil(20.0 * m.fps / (j - i))) + 1)
+        for label, s in (("STEPPING", PHYSICAL["phys+step"]), ("planned once a frame", once)):
+            downs = [down_s(track_any(turned(ref, y), body, "physical", s), body) for y in yaws]
+            print(f"  {m.fps:3.0f} Hz, cycle {(j - i) / m.fps:.2f} s, {label:21s} up "
+                  f"{downs.count('-')} of {len(yaws)}; {' '.join(downs)}", flush=True)
+
+
 if __name__ == "__main__":
     import sys
     parts = {"clips": main, "solved": solved, "live": live}
     extra = {"iterations": iterations, "physical_iterations": physical_iterations,
-             "order": clip_order}
+             "order": clip_order, "looped": looped}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] "

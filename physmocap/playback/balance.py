@@ -192,7 +192,8 @@ class BalanceSettings:
             go was up 20 s in 18 of 28 headings, now 28 (README, "Measured"); the DeepMimic
             walk (30 Hz) looped to 20 s was up in 0 of 6 headings, now 6. It costs one push
             of six: a standing body started forward at 0.8 m/s falls (it came to rest planned
-            once per frame; ``benchmarks/physical_diagnosis.py pushes``).
+            once per frame; ``benchmarks/physical_diagnosis.py pushes``; the walk:
+            ``benchmarks/playback_speed.py looped``).
         land_depth: m, or ``None`` (the reference's ankle height): a recovery step comes
             down toward this far below standing height (at the reference's, the foot hovered
             a centimetre above the floor, never took the weight, and the body rolled on past
