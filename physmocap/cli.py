@@ -564,6 +564,9 @@ def _play_live(args) -> int:
         raise PhysmocapError("playing a database needs an input scene: --input NAME (shipped: "
                              "straight_walk, stop_and_go, figure_eight, sharp_turns, run, "
                              "head_circle) or a file", args.motion)
+    if args.loop is not None:
+        raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
+                             "for its scene's duration (or --duration)", args.motion)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
     live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),

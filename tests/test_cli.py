@@ -307,3 +307,7 @@ def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
         path = short if extra[1] == "4" else clip
         code, out, err = run(["play", str(path), "-o", str(tmp_path / "x.bvh")] + extra, capsys)
         assert code == 1 and "--loop" in err and len(err.strip().splitlines()) == 1
+    # a live input has no clip to loop: said, not ignored
+    code, out, err = run(["play", str(tmp_path / "db.npz"), "--input", "straight_walk", "-o",
+                          str(tmp_path / "x.bvh"), "--loop", "4"], capsys)
+    assert code == 1 and "--loop" in err and len(err.strip().splitlines()) == 1
