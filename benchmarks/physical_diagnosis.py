@@ -541,10 +541,11 @@ if __name__ == "__main__":
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
              "live_paced": live_paced, "live_headings": live_headings,
-             "live_headings_28": lambda: live_headings(HEADINGS_28),
              "live_reference": live_reference, "pushes": pushes,
              "soles": soles}
-    for part in (sys.argv[1:] or [k for k in parts if k != "live_headings_28"]):
-        if part not in parts:
-            raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all)")
-        parts[part]()
+    extra = {"live_headings_28": lambda: live_headings(HEADINGS_28)}    # not by default
+    for part in (sys.argv[1:] or parts):
+        if part not in parts and part not in extra:
+            raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
+                             f"[{' '.join(extra)}]")
+        parts.get(part, extra.get(part))()

@@ -27,7 +27,7 @@ from physmocap.io.bvh import read_bvh
 from physmocap.matching.database import resample
 from physmocap.matching.retarget import retarget
 from physmocap.motion import Motion
-from physmocap.playback import TrackingSettings, track
+from physmocap.playback import TrackingSettings, track, track_any
 from physmocap.playback.balance import STEPPING, BalanceSettings
 from physmocap.playback.reference import loop_motion, walk_cycle
 from physmocap.scene import load_body
@@ -226,6 +226,16 @@ def clip_order() -> None:
         print(f"{label:12s} (reference: {clip} start)  " + " | ".join(row), flush=True)
 
 
+def cycle_downs(motion: Motion, body, settings: TrackingSettings, yaws) -> tuple:
+    """``motion``'s most closed gait cycle (``reference.walk_cycle``) looped past 20 s and
+    played fully physical, the whole reference turned to each of ``yaws`` (rad): the cycle
+    ``(i, j, seam)``, the looped length (s) and ``down_s`` per heading."""
+    i, j, seam = walk_cycle(motion)
+    ref = loop_motion(motion[i:j + 1], int(np.ceil(20.0 * motion.fps / (j - i))) + 1)
+    downs = [down_s(track_any(turned(ref, y), body, "physical", settings), body) for y in yaws]
+    return (i, j, seam), ref.n_frames / motion.fps, downs
+
+
 def solved() -> None:
     """Physical playback of the real captures as the marker solver solves them (the takes of
     ``benchmarks/solve_real.py``), in both modes."""
@@ -264,12 +274,9 @@ def solved() -> None:
     print(f"\nsolved walks, their gait cycle looped to 20 s, phys+step, headings "
           f"{', '.join(f'{y:g}' for y in yaws)} rad: head below 1 m at (s)")
     for name, motion in walks.items():
-        i, j, seam = walk_cycle(motion)
-        ref = loop_motion(motion[i:j + 1], int(np.ceil(20.0 * motion.fps / (j - i))) + 1)
-        downs = [down_s(track(turned(ref, y), body, "physical", PHYSICAL["phys+step"]), body)
-                 for y in yaws]
+        (i, j, seam), seconds, downs = cycle_downs(motion, body, PHYSICAL["phys+step"], yaws)
         print(f"{name:32s} cycle {i}-{j} ({(j - i) / motion.fps:.2f} s at {motion.fps:g} Hz, "
-              f"seam {100 * seam:.1f} cm), {ref.n_frames / motion.fps:.1f} s: up "
+              f"seam {100 * seam:.1f} cm), {seconds:.1f} s: up "
               f"{downs.count('-')} of {len(yaws)}; {' '.join(downs)}")
 
 
@@ -280,7 +287,6 @@ def looped() -> None:
     import dataclasses
 
     from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
-    from physmocap.playback import track_any
 
     body = load_body()
     clip = read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt"))
@@ -290,10 +296,8 @@ def looped() -> None:
           f"{', '.join(f'{y:g}' for y in yaws)} rad: head below 1 m at (s)")
     for fps in (clip.fps, 60.0):
         m = clip if fps == clip.fps else resample(clip, fps)
-        i, j, seam = walk_cycle(m)
-        ref = loop_motion(m[i:j + 1], int(np.ceil(20.0 * m.fps / (j - i))) + 1)
         for label, s in (("STEPPING", PHYSICAL["phys+step"]), ("planned once a frame", once)):
-            downs = [down_s(track_any(turned(ref, y), body, "physical", s), body) for y in yaws]
+            (i, j, _), _, downs = cycle_downs(m, body, s, yaws)
             print(f"  {m.fps:3.0f} Hz, cycle {(j - i) / m.fps:.2f} s, {label:21s} up "
                   f"{downs.count('-')} of {len(yaws)}; {' '.join(downs)}", flush=True)
 

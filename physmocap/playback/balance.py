@@ -323,6 +323,9 @@ class BalanceController:
     def __init__(self, char: Character, max_torque: np.ndarray,
                  settings: BalanceSettings = BalanceSettings(), gravity: float = 9.81):
         self.char, self.s = char, settings
+        # the motors drive plans every this many physics steps (None: once per reference frame)
+        self._plan_every = (max(1, round(settings.plan_s / char.timestep))
+                            if settings.plan_s > 0 else None)
         body = char.body_template
         sk = body.skeleton
         self.sk = sk
@@ -799,13 +802,12 @@ class BalanceController:
 
     def apply(self, dt: float) -> None:
         """Drive the joints for the next ``stepSimulation`` of ``dt`` s: torques every step,
-        or the motors' targets once per reference frame."""
+        or the motors' targets at a reference frame's first step and every ``plan_s``."""
         ch = self.char
         if self.s.drive == "motors":
-            self._k += 1
-            # plan once per reference frame, or every ``plan_s`` of simulated time
-            m = max(1, round(self.s.plan_s / dt)) if self.s.plan_s > 0 else 0
-            if (self._k - 1) % m != 0 if m else self._k > 1:
+            self._k += 1              # the frame's physics steps so far (``set_reference``: 0)
+            every = self._plan_every
+            if self._k > 1 and (every is None or (self._k - 1) % every):
                 return            # the motors keep the last plan's targets
             (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv = self.plan(dt)
             forces = np.repeat(self.max_torque[1:, None], 3, axis=1)
