@@ -110,8 +110,9 @@ def live() -> None:
     from physmocap.scene import _resolve
 
     db, feats = live_database()
+    from physmocap.playback.live import LIVE_ASSIST_ITERATIONS
     print(f"\nlive coupling, database {db.n_frames} frames ({len(db.range_starts)} clips); "
-          f"assist 10 s, physical 20 s per input")
+          f"assist 10 s ({LIVE_ASSIST_ITERATIONS} solver iterations), physical 20 s per input")
     print(f"{'input':14s} {'mode':11s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
           f"{'skate':>6s} {'lost':>6s} {'down':>6s}  falls")
     inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
@@ -149,7 +150,8 @@ def live() -> None:
 
 def iterations() -> None:
     """Assist mode's tracking of every shipped input (live, 10 s) at 10 / 30 / 50 / 100 / 200
-    PyBullet solver iterations (the default is 50: ``TrackingSettings.iterations``)."""
+    PyBullet solver iterations (the live loop's default is 30: ``live.LIVE_ASSIST_ITERATIONS``;
+    offline ``track``'s 50: ``TrackingSettings.iterations``)."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.live import run_live

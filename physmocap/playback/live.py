@@ -31,7 +31,7 @@ timings; ``physmocap play DB.npz --input NAME`` is its command line.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,7 +42,16 @@ from ..scene import BodyTemplate, Environment, load_body
 from .reference import FrameRetargeter, StanceFloor, SwingLift, sole_points, sole_sides
 from .track import TrackingSettings, Tracker, TrackResult, measure
 
-__all__ = ["LivePlayback", "LiveResult", "run_live"]
+__all__ = ["LivePlayback", "LiveResult", "run_live", "LIVE_ASSIST_ITERATIONS"]
+
+# PyBullet solver iterations of the live loop in assist mode when ``TrackingSettings`` leaves
+# them unset (offline ``track`` keeps 50). The loop has one display frame for everything, and
+# the solver's iterations are most of it (about 18 µs each per physics step, four steps per
+# frame, on top of 0.3 ms). Measured on the six live inputs, 10 s each (``benchmarks/
+# playback_speed.py iterations``): at 30 tracking is 0.02-0.15 cm worse than at 50 (run 2.70
+# against 2.55 cm, every input within the 3 cm target) and the loop 1.3-1.5 times as fast
+# (on a machine where 50 gives 87-105 frames/s: 116-142).
+LIVE_ASSIST_ITERATIONS = 30
 
 
 class _FrameFeet:
@@ -200,7 +209,8 @@ class LivePlayback:
         controller: a ``matching.Controller`` (its database, input source and settings).
         body: the simulated body template (default: the shipped ``humanoid``).
         mode: ``"assist"`` or ``"physical"`` (see ``Tracker``).
-        settings: ``TrackingSettings``.
+        settings: ``TrackingSettings``; unset solver iterations are ``LIVE_ASSIST_ITERATIONS``
+            in assist mode (the frame budget), the mode's default otherwise.
         ground_s: s, time constant of the causal filter on the reference's floor offset.
         follow: m, or ``None`` (off): the most the reference's root may lead the simulated
             body's, horizontally; beyond it the controller's character root and simulation
@@ -233,6 +243,8 @@ class LivePlayback:
                 reference_frame, (int, np.integer)) or not 0 <= reference_frame < n):
             raise SettingsError(f"LivePlayback: reference_frame must be None or a frame index "
                                 f"0..{n - 1}, got {reference_frame!r}")
+        if mode == "assist" and settings.solver_iterations is None:
+            settings = replace(settings, solver_iterations=LIVE_ASSIST_ITERATIONS)
         self.ctrl = controller
         self.body = body or load_body()
         self.mode = mode

@@ -74,7 +74,8 @@ class TrackingSettings:
             demo walk and a Bandai-Namco walk (assist mode), 0.3-0.5 track within 2-4 cm and 0.7
             loses the walk (11-12 cm).
         solver_iterations: PyBullet constraint solver iterations per step; ``None``: 50 in
-            ``"assist"`` mode, 10 in ``"physical"`` mode. The stiff joint motors of assist mode
+            ``"assist"`` mode (30 in the live loop, whose frame budget they are most of:
+            ``live.LIVE_ASSIST_ITERATIONS``), 10 in ``"physical"`` mode. The stiff joint motors of assist mode
             need them to converge under running loads: at 10 the live run tracked within 26 cm
             (the trunk pitched 20 deg past the reference's, the feet 24 mm into the floor), at
             50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
