@@ -4,7 +4,7 @@ the body reconstructed, errors measured against the clip itself.
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
                                      [--plot DIR] [--still-hands]
                                      [--physics [--mode physical [--balance stepping]]
-                                      [--no-reach]]
+                                      [--no-reach] [--reach-once]]
 
 ``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
 yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
@@ -296,6 +296,9 @@ def main() -> None:
                     help="with --physics --mode physical: the stepping balance controller")
     ap.add_argument("--no-reach", action="store_true",
                     help="with --physics: the arms follow the reference only (no ArmReach)")
+    ap.add_argument("--reach-once", action="store_true",
+                    help="with --physics: the arms bent once per frame, not before every "
+                         "physics step (TrackingSettings.reach_every_step=False)")
     args = ap.parse_args()
     if args.balance == "stepping" and args.mode != "physical":
         ap.error("--balance stepping needs --mode physical")
@@ -304,6 +307,9 @@ def main() -> None:
         from physmocap.scene import load_body
         body = load_body()
         phys_settings = balance_settings(args.balance)     # as 'avatar --physics --balance'
+        if args.reach_once:
+            import dataclasses
+            phys_settings = dataclasses.replace(phys_settings, reach_every_step=False)
         phys_rows = []
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"

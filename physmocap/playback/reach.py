@@ -19,18 +19,21 @@ average, 8 % of those wrist-frames within 1 cm; with ``ArmReach`` 0.32 cm and 97
   (elbow in its bend plane, hand keeping its world rotation).
 
 The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, leading their
-targets a little further than the rest of the body's (``TrackingSettings.reach_lead``). Only the
-arm joints' targets change: the rest of the reference, and the physics, are untouched, so it
-holds in both root modes. Two loops were tried and dropped, both unstable through the light
-clavicle, which the swinging arm's reaction turns: the deviation taken at the clavicle itself (a
-standing body reaching from its T-pose to a point before its chest rang for the whole second,
-the clavicle up to 150 deg off, the hands 20 cm off on average, instead of settling within 1 mm
-in 0.5 s); and a feedback term on the hand's remaining miss (15 cm at the shoulder on two of
-fourteen held-out walks). Measured on those walks and runs (assist mode,
-``benchmarks/avatar_eval.py --offset 5 --physics``), the chest and clavicle frames gave the
-same figures. The deviation's change carried on (``extrapolate``) 0 / 0.5 / 1: hands 0.38 /
-0.32 / 0.34 cm, 94.5 / 96.7 / 96.5 % within 1 cm; on the other held-out split (``--offset 3``)
-0 / 0.5: 0.38 / 0.33 cm, 94.2 / 96.1 %.
+targets a little further than the rest of the body's (``TrackingSettings.reach_lead``). Within the
+frame the chest moves on (a run's swings further than the carried-on deviation says): ``Tracker``
+bends the arms again before each later physics step from the chest the simulation has then
+(``bend_chest`` with ``predict=False``: read, not predicted; ``TrackingSettings.reach_every_step``;
+not under balance feedback, whose plan sets every motor). Only the arm joints' targets change: the
+rest of the reference, and the physics, are untouched, so it holds in both root modes. Two loops
+were tried and dropped, both unstable through the light clavicle, which the swinging arm's reaction
+turns: the deviation taken at the clavicle itself (a standing body reaching from its T-pose to a
+point before its chest rang for the whole second, the clavicle up to 150 deg off, the hands 20 cm
+off on average, instead of settling within 1 mm in 0.5 s); and a feedback term on the hand's
+remaining miss (15 cm at the shoulder on two of fourteen held-out walks). Measured on those walks
+and runs (assist mode, ``benchmarks/avatar_eval.py --offset 5 --physics``), the chest and clavicle
+frames gave the same figures. The deviation's change carried on (``extrapolate``) 0 / 0.5 / 1:
+hands 0.38 / 0.32 / 0.34 cm, 94.5 / 96.7 / 96.5 % within 1 cm; on the other held-out split
+(``--offset 3``) 0 / 0.5: 0.38 / 0.33 cm, 94.2 / 96.1 %.
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ import numpy as np
 
 from .. import quat
 from ..errors import SettingsError, ShapeError, UnknownNameError
-from ..ik import two_bone_ik_local
+from ..ik import two_bone_ik_t
 from ..skeleton import Skeleton, forward_kinematics, forward_kinematics_frame
 
 __all__ = ["ArmReach", "HANDS", "hand_distances", "reach_report"]
@@ -99,6 +102,17 @@ class ArmReach:
         Returns:
             ``lrot (J, 4)``: ``ref1``'s local rotations, the arms re-solved.
         """
+        xs, gs = forward_kinematics_frame(self.skeleton, sim[1], sim[0])
+        return self.bend_chest((xs[self.frames], gs[self.frames]), ref0, ref1, targets)
+
+    def bend_chest(self, chest: tuple, ref0: tuple, ref1: tuple, targets: np.ndarray,
+                   predict: bool = True) -> np.ndarray:
+        """``bend`` with the simulated body given by its chests alone: ``chest = (x (K, 3),
+        g (K, 4))``, the world position (m) and rotation of each arm's frame Q
+        (``self.frames``), e.g. read from the simulation between two physics steps.
+        ``predict``: carry the deviation's change on (``extrapolate``) and remember it for
+        the next frame; else the deviation as it is now, the memory untouched (a re-solve
+        within a frame, ``TrackingSettings.reach_every_step``)."""
         targets = np.asarray(targets, float)
         if targets.shape != (len(self.hands), 3):
             raise ShapeError(f"ArmReach: targets must be ({len(self.hands)}, 3), got "
@@ -106,21 +120,22 @@ class ArmReach:
         live = ~np.isnan(targets).any(axis=1)
         lrot = np.array(ref1[1], float)
         sk = self.skeleton
-        xs, gs = forward_kinematics_frame(sk, sim[1], sim[0])
         x0, g0 = forward_kinematics_frame(sk, ref0[1], ref0[0])
         x1, g1 = forward_kinematics_frame(sk, lrot, ref1[0])
         Q = self.frames
+        xs, gs = (np.asarray(a, float) for a in chest)
         # the deviation E = R0⁻¹ S0 of each chest (x -> e_q x + e_p in its own frame) and Dᵃ,
         # its change over the last frame carried on for a part of it
-        e_q = quat.mul(quat.conj(g0[Q]), gs[Q])
-        e_p = quat.inv_rotate(g0[Q], xs[Q] - x0[Q])
+        e_q = quat.mul(quat.conj(g0[Q]), gs)
+        e_p = quat.inv_rotate(g0[Q], xs - x0[Q])
         d_q, d_p = quat.identity((len(Q),)), np.zeros((len(Q), 3))
-        if self._last is not None and self.extrapolate > 0:
-            l_q, l_p = self._last
-            d_q = quat.from_scaled_axis(self.extrapolate * quat.to_scaled_axis(
-                quat.mul(quat.conj(l_q), e_q)))
-            d_p = self.extrapolate * quat.inv_rotate(l_q, e_p - l_p)
-        self._last = (e_q, e_p)
+        if predict:
+            if self._last is not None and self.extrapolate > 0:
+                l_q, l_p = self._last
+                d_q = quat.from_scaled_axis(self.extrapolate * quat.to_scaled_axis(
+                    quat.mul(quat.conj(l_q), e_q)))
+                d_p = self.extrapolate * quat.inv_rotate(l_q, e_p - l_p)
+            self._last = (e_q, e_p)
         if not live.any():
             return lrot
         P, A, B, C, Q = (a[live] for a in (self.parents, self.shoulders, self.elbows, self.hands,
@@ -129,9 +144,17 @@ class ArmReach:
         v = quat.inv_rotate(e_q[live], v - e_p[live])                      # E⁻¹ ...
         v = quat.inv_rotate(d_q[live], v - d_p[live])                      # D⁻ᵃ ...
         t_ref = x1[Q] + quat.rotate(g1[Q], v)                              # R1 ...
-        # the hand keeps its world rotation
-        lrot[A], lrot[B], lrot[C] = two_bone_ik_local(x1[A], x1[B], x1[C], t_ref, g1[P], g1[A],
-                                                      g1[B], g1[C])
+        # the hand keeps its world rotation. One arm at a time in plain floats
+        # (``two_bone_ik_t``, bit for bit ``two_bone_ik_local``'s arithmetic): on two chains
+        # numpy's per-call overhead was most of a bend (``TrackingSettings.reach_every_step``
+        # bends three times a frame)
+        conj, mul = quat.conj_t, quat.mul_t
+        for a, b, c, p, t in zip(A, B, C, P, t_ref.tolist()):
+            ga, gb, _ = two_bone_ik_t(x1[a].tolist(), x1[b].tolist(), x1[c].tolist(), t,
+                                      g1[a].tolist(), g1[b].tolist())
+            lrot[a] = mul(conj(g1[p].tolist()), ga)
+            lrot[b] = mul(conj(ga), gb)
+            lrot[c] = mul(conj(gb), g1[c].tolist())
         return quat.normalize(lrot)
 
 
