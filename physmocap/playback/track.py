@@ -75,15 +75,15 @@ class TrackingSettings:
             loses the walk (11-12 cm).
         solver_iterations: PyBullet constraint solver iterations per step; ``None``: 50 in
             ``"assist"`` mode (30 in the live loop, whose frame budget they are most of:
-            ``live.LIVE_ASSIST_ITERATIONS``), 10 in ``"physical"`` mode. The stiff joint motors of assist mode
-            need them to converge under running loads: at 10 the live run tracked within 26 cm
-            (the trunk pitched 20 deg past the reference's, the feet 24 mm into the floor), at
-            50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
-            orientation gains), and every walk, live or solved, tracks 0.1-1.3 cm closer
-            (README, "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical
-            mode's balance controller was tuned at 10 (``STEPPING``'s Bandai walk is up its 9.1
-            s / down at 3.4 / 2.5 s at 10 / 30 / 50, the demo walk up 20 s / down at 14.2 /
-            7.1 s: ``benchmarks/playback_speed.py physical_iterations``).
+            ``live.LIVE_ASSIST_ITERATIONS``), 10 in ``"physical"`` mode. The stiff joint motors of
+            assist mode need them to converge under running loads: at 10 the live run tracked
+            within 26 cm (the trunk pitched 20 deg past the reference's, the feet 24 mm into the
+            floor), at 50 within 6.1 cm (6 mm; 4.4 cm since ``stance_speed`` and the assist's
+            orientation gains), and every walk, live or solved, tracks 0.1-1.3 cm closer (README,
+            "Measured"), at 180 instead of 300 frames/s of the coupled loop. Physical mode's
+            balance controller was tuned at 10 (``STEPPING``'s Bandai walk is up its 9.1 s / down
+            at 3.4 / 2.5 s at 10 / 30 / 50, the demo walk up 20 s / down at 14.2 / 7.1 s:
+            ``benchmarks/playback_speed.py physical_iterations``).
         min_inertia: kg·m², lower bound of every segment's principal inertia (an "armature"):
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
@@ -349,6 +349,12 @@ def _subtree_mass(body: BodyTemplate) -> np.ndarray:
     return out
 
 
+def _led(lrot: np.ndarray, jvel: np.ndarray, lead) -> np.ndarray:
+    """Joint motor targets leading ``lrot (N, 4)`` by ``lead`` s (scalar or ``(N, 1)``) along
+    the joint velocities ``jvel (N, 3)`` rad/s: ``lrot * exp(jvel * lead)``."""
+    return quat.normalize(quat.mul(lrot, quat.from_scaled_axis(jvel * lead)))
+
+
 def _clamp(v: np.ndarray, limit: float) -> np.ndarray:
     n = float(np.sqrt(v @ v))
     return v * (limit / n) if n > limit else v
@@ -538,8 +544,7 @@ class Tracker:
         if bal is None:
             # position-only motors trail a moving target: lead it along its joint velocities
             # (``TrackingSettings.joint_lead``; 0 in physical mode, its targets as they were)
-            target = lrot1 if np.all(lead == 0) else \
-                quat.normalize(quat.mul(lrot1, quat.from_scaled_axis(jvel * lead)))
+            target = lrot1 if np.all(lead == 0) else _led(lrot1, jvel, lead)
             p.setJointMotorControlMultiDofArray(
                 b, self.char.links, p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
                 targetVelocities=jvel[1:].tolist(), positionGains=self._kp,
@@ -626,18 +631,19 @@ class Tracker:
         lead (s, scalar or ``(J, 1)``) and joint velocities ``(J, 3)``."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
         live = ~np.isnan(reach).any(axis=1)
-        x, g = np.empty((len(arms.frames), 3)), np.empty((len(arms.frames), 4))
-        # a link's frame is its joint's; without computeForwardKinematics PyBullet returns
-        # the link as it was one step before (measured: the chest 3.4 mm off mid-walk)
-        for i, q in enumerate(arms.frames):
+        # each distinct chest once (the arms share one). A link's frame is its joint's;
+        # without computeForwardKinematics PyBullet returns the link as it was one step
+        # before (measured: the chest 3.4 mm off mid-walk)
+        qs, which = np.unique(arms.frames, return_inverse=True)
+        x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
+        for i, q in enumerate(qs):
             x[i], g[i] = (p.getLinkState(b, int(q) - 1, computeForwardKinematics=True,
                                          physicsClientId=c)[4:6] if q > 0 else
                           p.getBasePositionAndOrientation(b, physicsClientId=c))
         now = (ref0[0] + a * (ref1[0] - ref0[0]), quat.slerp(ref0[1], ref1[1], a))
-        lrot = arms.bend_chest((x, g), now, ref1, reach, predict=False)
+        lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False)
         js = arms.joints[live].ravel()
-        lead = np.broadcast_to(lead, (self.J, 1))[js]
-        target = quat.normalize(quat.mul(lrot[js], quat.from_scaled_axis(jvel[js] * lead)))
+        target = _led(lrot[js], jvel[js], np.broadcast_to(lead, (self.J, 1))[js])
         links = (js - 1).tolist()
         p.setJointMotorControlMultiDofArray(
             b, links, p.POSITION_CONTROL, targetPositions=target.tolist(),
