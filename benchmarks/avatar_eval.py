@@ -4,7 +4,12 @@ the body reconstructed, errors measured against the clip itself.
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
                                      [--plot DIR] [--still-hands]
                                      [--physics [--mode physical [--balance stepping]]
-                                      [--no-reach] [--reach-once]]
+                                      [--no-reach] [--reach-once] [--set NAME=VALUE ...]]
+                                     [--only TEXT]
+
+``--only TEXT`` evaluates only the held-out clips whose name holds TEXT (e.g. ``run``; the
+database is the split's all the same); ``--set NAME=VALUE`` changes a ``TrackingSettings`` field
+of ``--physics`` (e.g. ``--set reach_ahead=0``), for side-by-side runs.
 
 ``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
 yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
@@ -185,6 +190,15 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
     plt.close(fig)
 
 
+def settings_arg(text: str) -> tuple:
+    """``--set NAME=VALUE`` as ``(name, value)``: true/false, an int or a float."""
+    name, _, v = text.partition("=")
+    low = v.strip().lower()
+    if low in ("true", "false"):
+        return name.strip(), low == "true"
+    return name.strip(), int(v) if v.strip().lstrip("-").isdigit() else float(v)
+
+
 def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
     ``physmocap avatar --physics`` does (``reach=False``: without the closed-loop arms), its
@@ -299,6 +313,11 @@ def main() -> None:
     ap.add_argument("--reach-once", action="store_true",
                     help="with --physics: the arms bent once per frame, not before every "
                          "physics step (TrackingSettings.reach_every_step=False)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="with --physics: a TrackingSettings field changed (a number, or "
+                         "true/false), e.g. --set reach_lead=0.01; repeatable")
+    ap.add_argument("--only", metavar="TEXT",
+                    help="hold out only the clips (of the split) whose name contains TEXT")
     args = ap.parse_args()
     if args.balance == "stepping" and args.mode != "physical":
         ap.error("--balance stepping needs --mode physical")
@@ -307,9 +326,12 @@ def main() -> None:
         from physmocap.scene import load_body
         body = load_body()
         phys_settings = balance_settings(args.balance)     # as 'avatar --physics --balance'
+        changes = dict(settings_arg(a) for a in args.set)
         if args.reach_once:
+            changes["reach_every_step"] = False
+        if changes:
             import dataclasses
-            phys_settings = dataclasses.replace(phys_settings, reach_every_step=False)
+            phys_settings = dataclasses.replace(phys_settings, **changes)
         phys_rows = []
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"
@@ -326,6 +348,8 @@ def main() -> None:
     db = build_database([motions[i] for i in train], names=[files[i].stem for i in train])
     print(f"database: {db.n_frames} frames ({db.n_frames / db.fps:.0f} s at {db.fps:g} fps) "
           f"from {len(train)} clips")
+    if args.only:          # evaluated only; the database is the split's all the same
+        held = [i for i in held if args.only in files[i].stem]
     feats = {"mm traj": avatar_features(db, 0.0, points={}),
              "mm 3-point": avatar_features(db, args.head_weight)}
     settings = {"mm traj": AvatarSettings(align_halflife=0.0), "mm 3-point": AvatarSettings()}

@@ -114,6 +114,8 @@ def test_stance_rise_per_mode():
     (dict(solver_iterations=2.5), "solver_iterations"),
     (dict(reach_every_step="yes"), "reach_every_step must be True or False"),
     (dict(reach_min_torque=-1.0), "reach_min_torque must be a finite number >= 0"),
+    (dict(reach_ahead=-0.01), "reach_ahead must be a finite number >= 0"),
+    (dict(reach_ahead=float("inf")), "reach_ahead"),
     (dict(joint_min_torque=-1.0), "joint_min_torque must be None or a finite number >= 0"),
     (dict(joint_min_torque=float("nan")), "joint_min_torque"),
     (dict(stance_speed=0.0), "stance_speed must be None or a finite number > 0"),

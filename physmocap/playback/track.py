@@ -134,8 +134,9 @@ class TrackingSettings:
             cm, 88 -> 95 % within 1 cm (checked on the other held-out split ``--offset 3``: 0.56
             -> 0.38 cm, 89 -> 94 %).
         reach_every_step: the reaching arms are bent again before every physics step of a
-            frame after its first, from the simulated chest as it is then (read from PyBullet,
-            ``ArmReach.bend_chest``; the reference interpolated across the frame), not only
+            frame, from the simulated chest then (read from PyBullet and carried on by
+            ``reach_ahead``, ``ArmReach.bend_chest``; the reference interpolated across the
+            frame; before 2026-12-02 only before the steps after the first), not only
             once per frame from a chest deviation carried on over the frame (joint motors
             without balance feedback). In a run the chest swings further within one
             frame than the carried-on deviation predicts. Held-out avatar clips
@@ -144,7 +145,20 @@ class TrackingSettings:
             0.54-0.75, 84-98 % of wrist-frames within 1 cm instead of 79-91 % (walks 99-100 %
             either way); all clips 0.28 against 0.32 cm, 98.0 against 96.7 %; the other split
             (``--offset 3``) runs 70-98 against 61-95 %, all 0.29 against 0.33 cm, 97.3
-            against 96.1 %. It costs three more bends a frame: 75 against 106 frames/s.
+            against 96.1 %. It costs three more bends a frame: 75 against 106 frames/s
+            (four since ``reach_ahead``).
+        reach_ahead: s, how far along its velocity (linear and angular, from PyBullet) the
+            simulated chest is carried before the arms are bent for it (``reach_every_step``;
+            0: the chest as it is): the stiff arm motors get to their targets over the step,
+            by when the chest has moved on (in a run at 3 m/s, 1.3 cm a step). Held-out runs
+            (the five run clips of ``benchmarks/avatar_eval.py --offset 5 --physics --only
+            run``, assist, the steps after each frame's first): 0 / 1/240 / 1/120 / 1/80 /
+            1/60 s put 95.6 / 98.1 / 98.2 / 98.2 / 96.5 % of wrist-frames within 1 cm of the
+            controllers, 0.45 / 0.40 / 0.38 / 0.39 / 0.43 cm; bent before every step, first
+            included, 1/120 / 1/80 s: 98.6 / 97.9 %. With 1/120 s (kept) all held-out clips,
+            ``--offset 5`` / ``--offset 3``: 99.5 / 99.0 % within 1 cm, 0.24 / 0.24 cm, runs
+            97.5-99.5 / 90.4-99.5 % (98.8 / 98.3 %, runs 91-98.5 / 82-99 % before); one run
+            clip back to back 57 against 67 frames/s.
         reach_min_torque: N·m, per axis, the floor of the motor force limit of the reaching
             arms' joints and of their clavicles (joint motors), instead of ``joint_min_torque``
             (both modes) while the hands reach for targets: a landing jolts the chest, and arms
@@ -154,7 +168,9 @@ class TrackingSettings:
             / 250 N·m: 85-98 / 93-98 / 94-99 / 96-99 % (the arms alone at 120 or 250, not the
             clavicles: 88-98 %). 120 kept, about what a strong human shoulder gives. With it,
             all held-out clips (``--offset 5`` / ``--offset 3``): 98.8 / 98.3 % within 1 cm,
-            runs 91-98.5 / 82-99 % (at 60: 98.0 / 97.3 %, runs 84-98 / 70-98 %).
+            runs 91-98.5 / 82-99 % (at 60: 98.0 / 97.3 %, runs 84-98 / 70-98 %). With
+            ``reach_ahead`` 1/120 s the runs at 60 / 120 N·m (``--only run``): 95.7 / 98.6 %
+            (``--offset 3``: 92.5 / 96.8 %).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -278,6 +294,7 @@ class TrackingSettings:
     reach_lead: float = 0.012
     reach_every_step: bool = True
     reach_min_torque: float = 120.0
+    reach_ahead: float = 1.0 / 120.0
     stance_rise: float | None = None
 
     def __post_init__(self):
@@ -353,6 +370,30 @@ def _led(lrot: np.ndarray, jvel: np.ndarray, lead) -> np.ndarray:
     """Joint motor targets leading ``lrot (N, 4)`` by ``lead`` s (scalar or ``(N, 1)``) along
     the joint velocities ``jvel (N, 3)`` rad/s: ``lrot * exp(jvel * lead)``."""
     return quat.normalize(quat.mul(lrot, quat.from_scaled_axis(jvel * lead)))
+
+
+def link_ahead(p, body: int, link: int, ahead: float, client: int) -> tuple:
+    """A link's frame (its joint's, the skeleton's; ``link`` -1: the base) as it will be
+    ``ahead`` s from now if it keeps its velocity: ``(x (3,) m, g (4,) xyzw)`` world, from
+    PyBullet's state now. PyBullet gives the velocity of the link's centre of mass; the
+    frame's is that plus ``ω × (frame - centre)``. Read with ``computeForwardKinematics``:
+    without it the link is as it was one physics step before (the chest 3.4 mm off
+    mid-walk)."""
+    if link < 0:
+        x, g = p.getBasePositionAndOrientation(body, physicsClientId=client)
+        v, w = p.getBaseVelocity(body, physicsClientId=client) if ahead > 0 else ((0,) * 3,) * 2
+        com = x
+    else:
+        st = p.getLinkState(body, link, computeLinkVelocity=ahead > 0,
+                            computeForwardKinematics=True, physicsClientId=client)
+        com, x, g = st[0], st[4], st[5]
+        v, w = st[6:8] if ahead > 0 else ((0,) * 3,) * 2
+    x, g = np.array(x), np.array(g)
+    if ahead > 0:
+        w = np.array(w)
+        x = x + ahead * (np.array(v) + np.cross(w, x - np.array(com)))
+        g = quat.mul(quat.from_scaled_axis(ahead * w), g)
+    return x, g
 
 
 def _clamp(v: np.ndarray, limit: float) -> np.ndarray:
@@ -588,8 +629,8 @@ class Tracker:
                 tsum += float(np.sqrt(t @ t))
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
-            if k > 0 and reach is not None and bal is None and s.reach_every_step:
-                self._reach_again(reach, k / n, (pos0, lrot0), ref1, lead, jvel, forces)
+            if reach is not None and bal is None and s.reach_every_step:
+                self._reach_again(reach, k / n, (pos0, lrot0), ref1, lead, jvel, forces, dt)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
@@ -623,23 +664,22 @@ class Tracker:
         return root, lrot[0].copy(), lrot, info
 
     def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, lead, jvel,
-                     forces) -> None:
-        """Within a frame, ``a`` (0..1) of the way through it: the reaching arms bent again
-        from the simulated chest now (``TrackingSettings.reach_every_step``), their motors
-        retargeted (the rest keep the frame's targets). ``ref0``, ``ref1``: the references at
-        the frame's start (as bent) and end (as given); ``lead``, ``jvel``: the frame's motor
-        lead (s, scalar or ``(J, 1)``) and joint velocities ``(J, 3)``."""
+                     forces, dt: float) -> None:
+        """Before a physics step, ``a`` (0..1) of the way through the frame: the reaching arms
+        bent again from the simulated chest carried ``reach_ahead`` s along its velocity
+        (``TrackingSettings.reach_every_step``), their motors retargeted (the rest keep the
+        frame's targets). ``ref0``, ``ref1``: the references at the frame's start (as bent)
+        and end (as given); ``lead``, ``jvel``: the frame's motor lead (s, scalar or
+        ``(J, 1)``) and joint velocities ``(J, 3)``; ``dt``: the frame's s."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
         live = ~np.isnan(reach).any(axis=1)
-        # each distinct chest once (the arms share one). A link's frame is its joint's;
-        # without computeForwardKinematics PyBullet returns the link as it was one step
-        # before (measured: the chest 3.4 mm off mid-walk)
+        # each distinct chest once (the arms share one; each read is a forward-kinematics pass)
         qs, which = np.unique(arms.frames, return_inverse=True)
         x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
+        T = self.s.reach_ahead
         for i, q in enumerate(qs):
-            x[i], g[i] = (p.getLinkState(b, int(q) - 1, computeForwardKinematics=True,
-                                         physicsClientId=c)[4:6] if q > 0 else
-                          p.getBasePositionAndOrientation(b, physicsClientId=c))
+            x[i], g[i] = link_ahead(p, b, int(q) - 1, T, c)
+        a = a + T / dt               # the reference as far ahead (past ref1: carried on)
         now = (ref0[0] + a * (ref1[0] - ref0[0]), quat.slerp(ref0[1], ref1[1], a))
         lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False)
         js = arms.joints[live].ravel()
