@@ -9,7 +9,7 @@ from . import quat
 from ._arrays import frozen
 from .errors import ShapeError, UnknownNameError, known_list
 
-__all__ = ["Skeleton", "forward_kinematics", "forward_kinematics_frame"]
+__all__ = ["Skeleton", "forward_kinematics", "forward_kinematics_frame", "forward_kinematics_chain"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,3 +146,28 @@ def forward_kinematics_frame(skeleton: Skeleton, lrot, root_pos) -> tuple[np.nda
         o = quat.rotate_t(g[p], off[j])
         x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
     return np.array(x), np.array(g)
+
+
+def forward_kinematics_chain(skeleton: Skeleton, lrot, root_pos, joints
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """``forward_kinematics_frame`` of some joints only: ``joints (K,)`` -> ``gpos (K, 3)``,
+    ``grot (K, 4)``, from their chains up to the root alone, the same arithmetic bit for bit
+    (a chest three joints up from the root, not the 21 joints of a body, every physics step
+    of ``playback.reach``)."""
+    par = skeleton.parents.tolist()
+    need = set()
+    for j in np.asarray(joints).tolist():
+        while j >= 0 and j not in need:
+            need.add(j)
+            j = par[j]
+    lrot = np.asarray(lrot, dtype=float)
+    off = skeleton.offsets
+    g = {0: tuple(lrot[0].tolist())}
+    x = {0: tuple(float(v) for v in root_pos)}
+    for j in sorted(need - {0}):                     # parents come before their children
+        p = par[j]
+        g[j] = quat.mul_t(g[p], lrot[j].tolist())
+        o = quat.rotate_t(g[p], off[j].tolist())
+        x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
+    js = np.asarray(joints).tolist()
+    return np.array([x[j] for j in js]), np.array([g[j] for j in js])

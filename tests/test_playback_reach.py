@@ -129,6 +129,23 @@ def test_bend_chest_is_bend_given_the_simulated_chests(body):
         assert all(np.array_equal(a, b) for a, b in zip(arms._last, last))
 
 
+def test_bend_chest_with_the_reference_s_kinematics_given_is_the_same(body):
+    """``fk1`` (``ref1``'s forward kinematics, shared by a frame's re-solves) changes nothing,
+    bit for bit, with or without the deviation carried on."""
+    arms, again = ArmReach(body.skeleton), ArmReach(body.skeleton)
+    rng = np.random.default_rng(3)
+    for seed in range(6):
+        sim, ref0, ref1 = pose(body, seed), pose(body, seed + 10), pose(body, seed + 20)
+        t = near_target(body, *ref1, rng)
+        fk1 = forward_kinematics_frame(body.skeleton, ref1[1], ref1[0])
+        assert np.array_equal(arms.bend(sim, ref0, ref1, t), again.bend(sim, ref0, ref1, t,
+                                                                        fk1=fk1))
+        x, g = forward_kinematics_frame(body.skeleton, sim[1], sim[0])
+        chest = (x[arms.frames], g[arms.frames])
+        assert np.array_equal(arms.bend_chest(chest, ref0, ref1, t, predict=False),
+                              again.bend_chest(chest, ref0, ref1, t, predict=False, fk1=fk1))
+
+
 def swaying(body):
     """A standing reference swaying its trunk at 3 Hz for 2 s (the chest over 5 cm forward
     and back, 8 cm sideways), hand targets fixed before it: ``(ref, targets (F, 2, 3),

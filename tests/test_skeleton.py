@@ -96,3 +96,19 @@ def test_forward_kinematics_frame_equals_batched(rng):
     np.testing.assert_allclose(r1, gr[0], atol=1e-12)
     with pytest.raises(ShapeError):
         forward_kinematics_frame(sk, lrot[:-1], root)
+
+
+def test_forward_kinematics_chain_is_the_frame_s_bit_for_bit(rng):
+    """Some joints' world transforms from their chains alone: exactly the whole frame's rows
+    (a joint listed twice, the root, a leaf, in any order)."""
+    from physmocap.scene import load_body
+    from physmocap.skeleton import forward_kinematics_chain, forward_kinematics_frame
+    sk = load_body().skeleton
+    for _ in range(20):
+        lrot = quat.normalize(rng.normal(size=(len(sk), 4)))
+        root = rng.normal(size=3)
+        x, g = forward_kinematics_frame(sk, lrot, root)
+        js = [int(j) for j in rng.integers(0, len(sk), 4)] + [0, len(sk) - 1, 2]
+        xc, gc = forward_kinematics_chain(sk, lrot, root, js)
+        assert xc.shape == (len(js), 3) and gc.shape == (len(js), 4)
+        assert np.array_equal(xc, x[js]) and np.array_equal(gc, g[js])

@@ -47,7 +47,8 @@ import numpy as np
 from .. import quat
 from ..errors import SettingsError, ShapeError, UnknownNameError
 from ..ik import two_bone_ik_t
-from ..skeleton import Skeleton, forward_kinematics, forward_kinematics_frame
+from ..skeleton import (Skeleton, forward_kinematics, forward_kinematics_chain,
+                        forward_kinematics_frame)
 
 __all__ = ["ArmReach", "HANDS", "hand_distances", "reach_report"]
 
@@ -95,7 +96,8 @@ class ArmReach:
         """Forget the last deviation (a new take, or the body placed anew)."""
         self._last = None
 
-    def bend(self, sim: tuple, ref0: tuple, ref1: tuple, targets: np.ndarray) -> np.ndarray:
+    def bend(self, sim: tuple, ref0: tuple, ref1: tuple, targets: np.ndarray,
+             fk1: tuple | None = None) -> np.ndarray:
         """The reference pose ``ref1`` with its arms bent for the simulated body.
 
         Args:
@@ -108,16 +110,19 @@ class ArmReach:
             ``lrot (J, 4)``: ``ref1``'s local rotations, the arms re-solved.
         """
         xs, gs = forward_kinematics_frame(self.skeleton, sim[1], sim[0])
-        return self.bend_chest((xs[self.frames], gs[self.frames]), ref0, ref1, targets)
+        return self.bend_chest((xs[self.frames], gs[self.frames]), ref0, ref1, targets,
+                               fk1=fk1)
 
     def bend_chest(self, chest: tuple, ref0: tuple, ref1: tuple, targets: np.ndarray,
-                   predict: bool = True) -> np.ndarray:
+                   predict: bool = True, fk1: tuple | None = None) -> np.ndarray:
         """``bend`` with the simulated body given by its chests alone: ``chest = (x (K, 3),
         g (K, 4))``, the world position (m) and rotation of each arm's frame Q
         (``self.frames``), e.g. read from the simulation between two physics steps.
         ``predict``: carry the deviation's change on (``extrapolate``) and remember it for
         the next frame; else the deviation as it is now, the memory untouched (a re-solve
-        within a frame, ``TrackingSettings.reach_every_step``)."""
+        within a frame, ``TrackingSettings.reach_every_step``). ``fk1``: ``ref1``'s
+        ``forward_kinematics_frame`` if the caller has it (the re-solves of one frame share
+        one ``ref1``)."""
         targets = np.asarray(targets, float)
         if targets.shape != (len(self.hands), 3):
             raise ShapeError(f"ArmReach: targets must be ({len(self.hands)}, 3), got "
@@ -125,36 +130,46 @@ class ArmReach:
         live = ~np.isnan(targets).any(axis=1)
         lrot = np.array(ref1[1], float)
         sk = self.skeleton
-        x0, g0 = forward_kinematics_frame(sk, ref0[1], ref0[0])
-        x1, g1 = forward_kinematics_frame(sk, lrot, ref1[0])
         Q = self.frames
-        xs, gs = (np.asarray(a, float) for a in chest)
-        # the deviation E = R0⁻¹ S0 of each chest (x -> e_q x + e_p in its own frame) and Dᵃ,
-        # its change over the last frame carried on for a part of it
-        e_q = quat.mul(quat.conj(g0[Q]), gs)
-        e_p = quat.inv_rotate(g0[Q], xs - x0[Q])
-        d_q, d_p = quat.identity((len(Q),)), np.zeros((len(Q), 3))
+        x0, g0 = forward_kinematics_chain(sk, ref0[1], ref0[0], Q)     # R0: the chests alone
+        x1, g1 = forward_kinematics_frame(sk, lrot, ref1[0]) if fk1 is None else fk1
+        # one arm at a time in plain floats, bit for bit the array arithmetic (``quat.*_t``,
+        # ``two_bone_ik_t``): numpy's per-call overhead on two arms was most of a bend, and
+        # ``TrackingSettings.reach_every_step`` bends before every physics step.
+        # The deviation E = R0⁻¹ S0 of each chest (x -> e_q x + e_p in its own frame)
+        conj, mul, rot = quat.conj_t, quat.mul_t, quat.rotate_exact_t
+        e = []
+        for x0q, g0q, xs, gs in zip(x0.tolist(), g0.tolist(), np.asarray(chest[0], float).tolist(),
+                                    np.asarray(chest[1], float).tolist()):
+            e.append((mul(conj(g0q), gs), rot(conj(g0q), [xs[i] - x0q[i] for i in range(3)])))
+        # Dᵃ: its change over the last frame carried on for a part of it (``predict``)
+        d = None
         if predict:
+            e_q, e_p = np.array([a for a, _ in e]), np.array([b for _, b in e])
             if self._last is not None and self.extrapolate > 0:
                 l_q, l_p = self._last
-                d_q = quat.from_scaled_axis(self.extrapolate * quat.to_scaled_axis(
-                    quat.mul(quat.conj(l_q), e_q)))
-                d_p = self.extrapolate * quat.inv_rotate(l_q, e_p - l_p)
+                d = list(zip(quat.from_scaled_axis(self.extrapolate * quat.to_scaled_axis(
+                    quat.mul(quat.conj(l_q), e_q))).tolist(),
+                    (self.extrapolate * quat.inv_rotate(l_q, e_p - l_p)).tolist()))
             self._last = (e_q, e_p)
         if not live.any():
             return lrot
-        P, A, B, C, Q = (a[live] for a in (self.parents, self.shoulders, self.elbows, self.hands,
-                                           Q))
-        v = quat.inv_rotate(g1[Q], targets[live] - x1[Q])                 # R1⁻¹ t
-        v = quat.inv_rotate(e_q[live], v - e_p[live])                      # E⁻¹ ...
-        v = quat.inv_rotate(d_q[live], v - d_p[live])                      # D⁻ᵃ ...
-        t_ref = x1[Q] + quat.rotate(g1[Q], v)                              # R1 ...
-        # the hand keeps its world rotation. One arm at a time in plain floats
-        # (``two_bone_ik_t``, bit for bit ``two_bone_ik_local``'s arithmetic): on two chains
-        # numpy's per-call overhead was most of a bend (``TrackingSettings.reach_every_step``
-        # bends three times a frame)
-        conj, mul = quat.conj_t, quat.mul_t
-        for a, b, c, p, t in zip(A, B, C, P, t_ref.tolist()):
+        t_ref = []
+        for k in np.flatnonzero(live).tolist():
+            q = int(Q[k])
+            x1q, g1q = x1[q].tolist(), g1[q].tolist()
+            t = targets[k].tolist()
+            v = rot(conj(g1q), [t[i] - x1q[i] for i in range(3)])              # R1⁻¹ t
+            e_q, e_p = e[k]
+            v = rot(conj(e_q), [v[i] - e_p[i] for i in range(3)])              # E⁻¹ ...
+            if d is not None:
+                d_q, d_p = d[k]
+                v = rot(conj(d_q), [v[i] - d_p[i] for i in range(3)])          # D⁻ᵃ ...
+            r = rot(g1q, v)
+            t_ref.append([x1q[i] + r[i] for i in range(3)])                    # R1 ...
+        P, A, B, C = (a[live] for a in (self.parents, self.shoulders, self.elbows, self.hands))
+        # the hand keeps its world rotation
+        for a, b, c, p, t in zip(A, B, C, P, t_ref):
             ga, gb, _ = two_bone_ik_t(x1[a].tolist(), x1[b].tolist(), x1[c].tolist(), t,
                                       g1[a].tolist(), g1[b].tolist())
             lrot[a] = mul(conj(g1[p].tolist()), ga)

@@ -33,6 +33,7 @@ from .. import quat
 from ..errors import SettingsError, ShapeError
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
+from ..skeleton import forward_kinematics_frame
 from .balance import BalanceController, BalanceSettings
 from .character import Character
 from .environment import Holds, add_objects
@@ -158,7 +159,9 @@ class TrackingSettings:
             included, 1/120 / 1/80 s: 98.6 / 97.9 %. With 1/120 s (kept) all held-out clips,
             ``--offset 5`` / ``--offset 3``: 99.5 / 99.0 % within 1 cm, 0.24 / 0.24 cm, runs
             97.5-99.5 / 90.4-99.5 % (98.8 / 98.3 %, runs 91-98.5 / 82-99 % before); one run
-            clip back to back 57 against 67 frames/s.
+            clip back to back 57 against 67 frames/s, before a re-solve was cut from 455 to
+            287 µs (``ArmReach.bend_chest`` in plain floats, the chests' chains alone, the
+            frame's reference kinematics once a frame; the same poses bit for bit).
         reach_min_torque: N·m, per axis, the floor of the motor force limit of the reaching
             arms' joints and of their clavicles (joint motors), instead of ``joint_min_torque``
             (both modes) while the hands reach for targets: a landing jolts the chest, and arms
@@ -562,11 +565,14 @@ class Tracker:
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
         lead, forces = self._lead, self._forces
         ref1 = (pos1, lrot1)                    # the frame's reference, its arms as they are
+        fk1 = None
         if reach is not None:
             if self._arms is None:
                 self._arms = ArmReach(self.body.skeleton)
             a = self._arms
-            lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
+            # ref1's forward kinematics once for the frame's bends (``ArmReach.bend_chest``)
+            fk1 = forward_kinematics_frame(self.body.skeleton, lrot1, pos1)
+            lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach, fk1=fk1)
             live = ~np.isnan(reach).any(axis=1)
             if live.any():      # the reaching arms' own motor lead and torque floor
                 lead = np.full((self.J, 1), lead)
@@ -630,7 +636,8 @@ class Tracker:
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
             if reach is not None and bal is None and s.reach_every_step:
-                self._reach_again(reach, k / n, (pos0, lrot0), ref1, lead, jvel, forces, dt)
+                self._reach_again(reach, k / n, (pos0, lrot0), ref1, lead, jvel, forces, dt,
+                                  fk1)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
@@ -664,13 +671,14 @@ class Tracker:
         return root, lrot[0].copy(), lrot, info
 
     def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, lead, jvel,
-                     forces, dt: float) -> None:
+                     forces, dt: float, fk1: tuple) -> None:
         """Before a physics step, ``a`` (0..1) of the way through the frame: the reaching arms
         bent again from the simulated chest carried ``reach_ahead`` s along its velocity
         (``TrackingSettings.reach_every_step``), their motors retargeted (the rest keep the
         frame's targets). ``ref0``, ``ref1``: the references at the frame's start (as bent)
         and end (as given); ``lead``, ``jvel``: the frame's motor lead (s, scalar or
-        ``(J, 1)``) and joint velocities ``(J, 3)``; ``dt``: the frame's s."""
+        ``(J, 1)``) and joint velocities ``(J, 3)``; ``dt``: the frame's s; ``fk1``:
+        ``ref1``'s forward kinematics."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
         live = ~np.isnan(reach).any(axis=1)
         # each distinct chest once (the arms share one; each read is a forward-kinematics pass)
@@ -681,7 +689,7 @@ class Tracker:
             x[i], g[i] = link_ahead(p, b, int(q) - 1, T, c)
         a = a + T / dt               # the reference as far ahead (past ref1: carried on)
         now = (ref0[0] + a * (ref1[0] - ref0[0]), quat.slerp(ref0[1], ref1[1], a))
-        lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False)
+        lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False, fk1=fk1)
         js = arms.joints[live].ravel()
         target = _led(lrot[js], jvel[js], np.broadcast_to(lead, (self.J, 1))[js])
         links = (js - 1).tolist()
