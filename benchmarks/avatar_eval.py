@@ -5,11 +5,13 @@ the body reconstructed, errors measured against the clip itself.
                                      [--plot DIR] [--still-hands]
                                      [--physics [--mode physical [--balance stepping]]
                                       [--no-reach] [--reach-once] [--set NAME=VALUE ...]]
-                                     [--only TEXT]
+                                     [--only TEXT] [--start S]
 
 ``--only TEXT`` evaluates only the held-out clips whose name holds TEXT (e.g. ``run``; the
 database is the split's all the same); ``--set NAME=VALUE`` changes a ``TrackingSettings`` field
-of ``--physics`` (e.g. ``--set reach_ahead=0``), for side-by-side runs.
+of ``--physics`` (e.g. ``--set reach_ahead=0``), for side-by-side runs; ``--start S`` tracks
+each clip from S seconds in (avatar and truth alike), to see what the start does to a fully
+physical body.
 
 ``--still-hands`` replaces the controllers by points fixed in front of the hips in the head's
 yaw frame (a user holding the controllers still instead of swinging the arms): the hands no
@@ -199,19 +201,22 @@ def settings_arg(text: str) -> tuple:
     return name.strip(), int(v) if v.strip().lstrip("-").isdigit() else float(v)
 
 
-def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True) -> dict:
+def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True,
+                start: float = 0.0) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
     ``physmocap avatar --physics`` does (``reach=False``: without the closed-loop arms), its
     physics report, and the simulated body against ``truth`` and the controllers carried onto
-    the body (see the module docstring)."""
+    the body (see the module docstring). ``start`` s: the body placed on the avatar's (and
+    the truth's) frame that far in, and tracked from there."""
     from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
     from physmocap.playback.reach import hand_distances, reach_report
     from physmocap.playback.track import track_any
 
     sk = body.skeleton
-    on_body = avatar_on_body(motion, rec, sk)                # as 'avatar --physics' does
-    targets = controllers_on_body(motion, rec, sk)
+    k = int(round(start * motion.fps))
+    on_body = avatar_on_body(motion, rec, sk)[k:]            # as 'avatar --physics' does
+    targets = controllers_on_body(motion, rec, sk)[k:]
     res = track_any(on_body, body, mode=mode, settings=settings,
                     hand_targets=targets if reach else None)
     rep = res.report()
@@ -222,7 +227,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     kin = on_body                                         # what track_any handed to track
     ratio, floor = root_scale(motion, sk)
 
-    tr = resample(truth, motion.fps)
+    tr = resample(truth, motion.fps)[k:]
     tr_kin = retarget(tr, sk, source_rest=rest)
     tr_body = Motion(sk, tr.fps, scale_points(tr.root_pos, ratio, floor), tr_kin.lrot)
     n = min(res.motion.n_frames, tr_body.n_frames, kin.n_frames)
@@ -316,6 +321,9 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="with --physics: a TrackingSettings field changed (a number, or "
                          "true/false), e.g. --set reach_lead=0.01; repeatable")
+    ap.add_argument("--start", type=float, default=0.0, metavar="S",
+                    help="with --physics: track from S seconds into each clip (the avatar's "
+                         "and the truth's frame there), not from its first frame")
     ap.add_argument("--only", metavar="TEXT",
                     help="hold out only the clips (of the split) whose name contains TEXT")
     args = ap.parse_args()
@@ -383,7 +391,8 @@ def main() -> None:
         if args.physics:
             m3 = "mm 3-point"
             phys_rows.append(physics_row(shown[m3], rec3, truth, body, args.mode,
-                                         phys_settings, reach=not args.no_reach))
+                                         phys_settings, reach=not args.no_reach,
+                                         start=args.start))
             r = phys_rows[-1]
             print(f"    physics ({args.mode}): tracking {100 * r['tracking_error_m']:.2f} cm, "
                   f"assist {r['assist_mean_n']:.0f}/{r['assist_max_n']:.0f} N, pen "
