@@ -193,12 +193,22 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
 
 
 def settings_arg(text: str) -> tuple:
-    """``--set NAME=VALUE`` as ``(name, value)``: true/false, an int or a float."""
-    name, _, v = text.partition("=")
-    low = v.strip().lower()
-    if low in ("true", "false"):
-        return name.strip(), low == "true"
-    return name.strip(), int(v) if v.strip().lstrip("-").isdigit() else float(v)
+    """``--set NAME=VALUE`` as ``(name, value)``: true/false, an int or a float; an unknown
+    field or a value that is none of these is an argparse error (one line)."""
+    import dataclasses
+    from physmocap.playback.track import TrackingSettings
+    name, eq, v = (x.strip() for x in text.partition("="))
+    known = {f.name for f in dataclasses.fields(TrackingSettings)}
+    if not eq or name not in known:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE with NAME a "
+                                         f"TrackingSettings field, e.g. reach_lead=0.01")
+    if v.lower() in ("true", "false"):
+        return name, v.lower() == "true"
+    try:
+        return name, int(v) if v.lstrip("-").isdigit() else float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the value must be a number, true or "
+                                         f"false") from None
 
 
 def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True,
@@ -318,7 +328,7 @@ def main() -> None:
     ap.add_argument("--reach-once", action="store_true",
                     help="with --physics: the arms bent once per frame, not before every "
                          "physics step (TrackingSettings.reach_every_step=False)")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", type=settings_arg,
                     help="with --physics: a TrackingSettings field changed (a number, or "
                          "true/false), e.g. --set reach_lead=0.01; repeatable")
     ap.add_argument("--start", type=float, default=0.0, metavar="S",
@@ -334,12 +344,17 @@ def main() -> None:
         from physmocap.scene import load_body
         body = load_body()
         phys_settings = balance_settings(args.balance)     # as 'avatar --physics --balance'
-        changes = dict(settings_arg(a) for a in args.set)
+        changes = dict(args.set)
         if args.reach_once:
             changes["reach_every_step"] = False
         if changes:
             import dataclasses
-            phys_settings = dataclasses.replace(phys_settings, **changes)
+
+            from physmocap.errors import SettingsError
+            try:
+                phys_settings = dataclasses.replace(phys_settings, **changes)
+            except SettingsError as e:
+                ap.error(f"--set: {e}")
         phys_rows = []
 
     folder = data_dir() / "bvh" / "bandai-namco" / "ds2_normal_locomotion"

@@ -9,7 +9,8 @@ from . import quat
 from ._arrays import frozen
 from .errors import ShapeError, UnknownNameError, known_list
 
-__all__ = ["Skeleton", "forward_kinematics", "forward_kinematics_frame", "forward_kinematics_chain"]
+__all__ = ["Skeleton", "forward_kinematics", "forward_kinematics_frame",
+           "forward_kinematics_chain"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,17 +136,24 @@ def forward_kinematics_frame(skeleton: Skeleton, lrot, root_pos) -> tuple[np.nda
     if lrot.shape != (J, 4) or np.shape(root_pos) != (3,):
         raise ShapeError(f"forward_kinematics_frame: lrot {lrot.shape} / root_pos "
                          f"{np.shape(root_pos)} do not fit a {J}-joint skeleton")
-    q = [tuple(r) for r in lrot.tolist()]
-    off = skeleton.offsets.tolist()
-    par = skeleton.parents.tolist()
-    g, x = [None] * J, [None] * J
-    g[0], x[0] = q[0], tuple(float(v) for v in root_pos)
-    for j in range(1, J):
+    x, g = _walk(skeleton, lrot, root_pos, range(J))
+    return np.array([x[j] for j in range(J)]), np.array([g[j] for j in range(J)])
+
+
+def _walk(skeleton: Skeleton, lrot: np.ndarray, root_pos, joints) -> tuple[dict, dict]:
+    """World positions and rotations (tuples) of ``joints``, keyed by joint, given the root
+    first and parents before their children: one frame's forward kinematics in plain floats."""
+    q, off, par = lrot.tolist(), skeleton.offsets.tolist(), skeleton.parents.tolist()
+    x, g = {}, {}
+    for j in joints:
+        if j == 0:
+            g[0], x[0] = tuple(q[0]), tuple(float(v) for v in root_pos)
+            continue
         p = par[j]
         g[j] = quat.mul_t(g[p], q[j])
         o = quat.rotate_t(g[p], off[j])
         x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
-    return np.array(x), np.array(g)
+    return x, g
 
 
 def forward_kinematics_chain(skeleton: Skeleton, lrot, root_pos, joints
@@ -155,19 +163,12 @@ def forward_kinematics_chain(skeleton: Skeleton, lrot, root_pos, joints
     (a chest three joints up from the root, not the 21 joints of a body, every physics step
     of ``playback.reach``)."""
     par = skeleton.parents.tolist()
+    js = np.asarray(joints).tolist()
     need = set()
-    for j in np.asarray(joints).tolist():
+    for j in js:
         while j >= 0 and j not in need:
             need.add(j)
             j = par[j]
-    lrot = np.asarray(lrot, dtype=float)
-    off = skeleton.offsets
-    g = {0: tuple(lrot[0].tolist())}
-    x = {0: tuple(float(v) for v in root_pos)}
-    for j in sorted(need - {0}):                     # parents come before their children
-        p = par[j]
-        g[j] = quat.mul_t(g[p], lrot[j].tolist())
-        o = quat.rotate_t(g[p], off[j].tolist())
-        x[j] = (x[p][0] + o[0], x[p][1] + o[1], x[p][2] + o[2])
-    js = np.asarray(joints).tolist()
+    # parents come before their children in the joint order
+    x, g = _walk(skeleton, np.asarray(lrot, dtype=float), root_pos, sorted(need))
     return np.array([x[j] for j in js]), np.array([g[j] for j in js])

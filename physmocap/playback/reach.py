@@ -21,24 +21,25 @@ average, 8 % of those wrist-frames within 1 cm; with ``ArmReach`` 0.32 cm and 97
 The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, leading their
 targets a little further than the rest of the body's (``TrackingSettings.reach_lead``). Within the
 frame the chest moves on (a run's swings further than the carried-on deviation says): ``Tracker``
-bends the arms again before every physics step for the chest the simulation has then, carried
-along its velocity to where it is when the motors get there (``bend_chest`` with
-``predict=False``: the deviation as read, not carried on; ``TrackingSettings.reach_every_step``,
-``reach_ahead``; not under balance feedback, whose plan sets every motor). A virtual spring
-pulling each simulated wrist toward its controller (an external force like the root assist, the
-marker solver's springs) was tried on top, at 3000 N/m, 80 N·s/m, 80 N a hand: 98.6 -> 99.0 % of
-the held-out runs' wrist-frames within 1 cm for 110 N of force on the hands on average, and
-dropped. Only the arm joints' targets change: the
-rest of the reference, and the physics, are untouched, so it holds in both root modes. Two loops
-were tried and dropped, both unstable through the light clavicle, which the swinging arm's reaction
+bends the arms again before every physics step for the chest the simulation has then, carried along
+its velocity to where it is when the motors get there (``bend_chest`` with ``predict=False``: the
+deviation as read, not carried on; ``TrackingSettings.reach_every_step``, ``reach_ahead``; not
+under balance feedback, whose plan sets every motor). Only the arm joints' targets change: the rest
+of the reference, and the physics, are untouched, so it holds in both root modes. Two loops were
+tried and dropped, both unstable through the light clavicle, which the swinging arm's reaction
 turns: the deviation taken at the clavicle itself (a standing body reaching from its T-pose to a
 point before its chest rang for the whole second, the clavicle up to 150 deg off, the hands 20 cm
 off on average, instead of settling within 1 mm in 0.5 s); and a feedback term on the hand's
 remaining miss (15 cm at the shoulder on two of fourteen held-out walks). Measured on those walks
 and runs (assist mode, ``benchmarks/avatar_eval.py --offset 5 --physics``), the chest and clavicle
-frames gave the same figures. The deviation's change carried on (``extrapolate``) 0 / 0.5 / 1:
-hands 0.38 / 0.32 / 0.34 cm, 94.5 / 96.7 / 96.5 % within 1 cm; on the other held-out split
-(``--offset 3``) 0 / 0.5: 0.38 / 0.33 cm, 94.2 / 96.1 %.
+frames gave the same figures, bent once a frame (re-solved before every step, the clavicle frame
+rang on two of nine held-out walks, the hands 22 cm off: ``benchmarks/RESULTS.md``). The
+deviation's change carried on (``extrapolate``) 0 / 0.5 / 1: hands 0.38 / 0.32 / 0.34 cm, 94.5 /
+96.7 / 96.5 % within 1 cm; on the other held-out split (``--offset 3``) 0 / 0.5: 0.38 / 0.33 cm,
+94.2 / 96.1 %. A virtual spring pulling each simulated wrist toward its controller (an external
+force like the root assist, the marker solver's springs) was tried on top, at 3000 N/m, 80 N·s/m,
+80 N a hand: 98.6 -> 99.0 % of the held-out runs' wrist-frames within 1 cm for 110 N of force on
+the hands on average, and dropped.
 """
 from __future__ import annotations
 

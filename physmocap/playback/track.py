@@ -384,19 +384,18 @@ def link_ahead(p, body: int, link: int, ahead: float, client: int) -> tuple:
     mid-walk)."""
     if link < 0:
         x, g = p.getBasePositionAndOrientation(body, physicsClientId=client)
-        v, w = p.getBaseVelocity(body, physicsClientId=client) if ahead > 0 else ((0,) * 3,) * 2
         com = x
     else:
         st = p.getLinkState(body, link, computeLinkVelocity=ahead > 0,
                             computeForwardKinematics=True, physicsClientId=client)
         com, x, g = st[0], st[4], st[5]
-        v, w = st[6:8] if ahead > 0 else ((0,) * 3,) * 2
     x, g = np.array(x), np.array(g)
-    if ahead > 0:
-        w = np.array(w)
-        x = x + ahead * (np.array(v) + np.cross(w, x - np.array(com)))
-        g = quat.mul(quat.from_scaled_axis(ahead * w), g)
-    return x, g
+    if ahead <= 0:
+        return x, g
+    v, w = p.getBaseVelocity(body, physicsClientId=client) if link < 0 else st[6:8]
+    w = np.array(w)
+    x = x + ahead * (np.array(v) + np.cross(w, x - np.array(com)))
+    return x, quat.mul(quat.from_scaled_axis(ahead * w), g)
 
 
 def _clamp(v: np.ndarray, limit: float) -> np.ndarray:
@@ -457,6 +456,7 @@ class Tracker:
         self.falls: list[dict] = []
         self._ref = None
         self._arms = None                        # ``ArmReach``, built at the first ``reach``
+        self._chests = None                      # its distinct chests (built with it)
         self.balance = None
         if mode == "physical" and s.balance:
             self.balance = BalanceController(self.char, self.max_torque, s.balance_gains,
@@ -565,20 +565,24 @@ class Tracker:
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
         lead, forces = self._lead, self._forces
         ref1 = (pos1, lrot1)                    # the frame's reference, its arms as they are
-        fk1 = None
+        fk1 = js = None
         if reach is not None:
             if self._arms is None:
                 self._arms = ArmReach(self.body.skeleton)
+                # the arms' distinct chests (``_reach_again`` reads each once) and which is whose
+                qs, which = np.unique(self._arms.frames, return_inverse=True)
+                self._chests = (qs.tolist(), which)
             a = self._arms
             # ref1's forward kinematics once for the frame's bends (``ArmReach.bend_chest``)
             fk1 = forward_kinematics_frame(self.body.skeleton, lrot1, pos1)
             lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach, fk1=fk1)
             live = ~np.isnan(reach).any(axis=1)
+            js = a.joints[live].ravel()         # the reaching arms' joints
             if live.any():      # the reaching arms' own motor lead and torque floor
                 lead = np.full((self.J, 1), lead)
-                lead[a.joints[live].ravel()] = s.reach_lead
+                lead[js] = s.reach_lead
                 forces = [list(f) for f in forces]
-                for j in np.concatenate([a.joints[live].ravel(), a.parents[live]]):
+                for j in np.concatenate([js, a.parents[live]]):
                     forces[j - 1] = [max(x, s.reach_min_torque) for x in forces[j - 1]]
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
@@ -601,6 +605,12 @@ class Tracker:
         if self.holds is not None:
             self.holds.update(self.time)
 
+        again = None            # the arms' motors re-aimed before each physics step
+        if js is not None and len(js) and bal is None and s.reach_every_step:
+            links = (js - 1).tolist()
+            again = (js, links, jvel[js], np.broadcast_to(lead, (self.J, 1))[js],
+                     [self._kp[i] for i in links], [self._kd[i] for i in links],
+                     [forces[i] for i in links])
         n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
         assist = self.mode == "assist"
@@ -635,9 +645,8 @@ class Tracker:
                 tsum += float(np.sqrt(t @ t))
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
-            if reach is not None and bal is None and s.reach_every_step:
-                self._reach_again(reach, k / n, (pos0, lrot0), ref1, lead, jvel, forces, dt,
-                                  fk1)
+            if again is not None:
+                self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, fk1, again)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
@@ -670,34 +679,30 @@ class Tracker:
                 "hold_error_m": np.zeros(0) if self.holds is None else self.holds.errors()}
         return root, lrot[0].copy(), lrot, info
 
-    def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, lead, jvel,
-                     forces, dt: float, fk1: tuple) -> None:
+    def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, dt: float, fk1: tuple,
+                     motors: tuple) -> None:
         """Before a physics step, ``a`` (0..1) of the way through the frame: the reaching arms
         bent again from the simulated chest carried ``reach_ahead`` s along its velocity
         (``TrackingSettings.reach_every_step``), their motors retargeted (the rest keep the
         frame's targets). ``ref0``, ``ref1``: the references at the frame's start (as bent)
-        and end (as given); ``lead``, ``jvel``: the frame's motor lead (s, scalar or
-        ``(J, 1)``) and joint velocities ``(J, 3)``; ``dt``: the frame's s; ``fk1``:
-        ``ref1``'s forward kinematics."""
+        and end (as given); ``dt``: the frame's s; ``fk1``: ``ref1``'s forward kinematics;
+        ``motors``: the frame's, for the reaching arms' joints ``js`` (``step``): ``(js,
+        links, joint velocities (N, 3), lead (N, 1) s, position gains, velocity gains,
+        force limits)``."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
-        live = ~np.isnan(reach).any(axis=1)
-        # each distinct chest once (the arms share one; each read is a forward-kinematics pass)
-        qs, which = np.unique(arms.frames, return_inverse=True)
-        x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
+        js, links, jv, lead, kp, kd, forces = motors
+        qs, which = self._chests
         T = self.s.reach_ahead
-        for i, q in enumerate(qs):
-            x[i], g[i] = link_ahead(p, b, int(q) - 1, T, c)
+        x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
+        for i, q in enumerate(qs):           # each distinct chest once (the arms share one)
+            x[i], g[i] = link_ahead(p, b, q - 1, T, c)
         a = a + T / dt               # the reference as far ahead (past ref1: carried on)
         now = (ref0[0] + a * (ref1[0] - ref0[0]), quat.slerp(ref0[1], ref1[1], a))
         lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False, fk1=fk1)
-        js = arms.joints[live].ravel()
-        target = _led(lrot[js], jvel[js], np.broadcast_to(lead, (self.J, 1))[js])
-        links = (js - 1).tolist()
         p.setJointMotorControlMultiDofArray(
-            b, links, p.POSITION_CONTROL, targetPositions=target.tolist(),
-            targetVelocities=jvel[js].tolist(), positionGains=[self._kp[i] for i in links],
-            velocityGains=[self._kd[i] for i in links],
-            forces=[forces[i] for i in links], physicsClientId=c)
+            b, links, p.POSITION_CONTROL, targetPositions=_led(lrot[js], jv, lead).tolist(),
+            targetVelocities=jv.tolist(), positionGains=kp, velocityGains=kd, forces=forces,
+            physicsClientId=c)
 
     def close(self) -> None:
         self.char.close()
