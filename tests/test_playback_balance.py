@@ -303,6 +303,12 @@ def test_recovery_step_by_the_side_the_body_goes(body):
     assert first == 0 and fell
 
 
+@pytest.mark.parametrize("speed", [-0.1, float("inf"), float("nan"), "slow", True])
+def test_recovery_gate_must_be_a_speed(speed):
+    with pytest.raises(SettingsError, match="recover_ref_speed"):
+        BalanceSettings(drive="motors", recover_ref_speed=speed)
+
+
 @pytest.mark.parametrize("plan_s", [-0.01, float("inf"), float("nan"), "fast"])
 def test_plan_interval_must_be_a_number_of_seconds(plan_s):
     with pytest.raises(SettingsError, match="plan_s"):
@@ -334,3 +340,39 @@ def test_motors_are_planned_every_plan_s(body, monkeypatch):
             ends[plan_s] = np.array(tr.char.base_state()[0])
         assert len(calls) == {1 / 120: 60, 0.0: 30, 1 / 60: 30}[plan_s]
     assert np.array_equal(ends[0.0], ends[1 / 60])
+
+
+def test_no_recovery_step_in_a_walking_references_double_support(body, data_dir, monkeypatch):
+    """``recover_ref_speed``: the solved CMU 02_01 walk (1.2 m/s) keeps both feet down about
+    0.1 s per step, longer than ``recover_wait``; without the speed gate a lagging body took
+    recovery steps there, with its reference still walking. With ``STEPPING``'s gate none
+    starts while the reference's centre of mass moves at 0.3 m/s or more."""
+    import dataclasses
+
+    from physmocap.io.c3d import read_c3d
+    from physmocap.playback.balance import STEPPING, BalanceController
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+    t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
+    walk = solve_capture(t, pick_markerset(t.labels), body).motion
+    starts = []
+    recovery = BalanceController._recovery
+
+    def spy(self, swing, up, feet, X, com, vcom):
+        before = self._rec
+        out = recovery(self, swing, up, feet, X, com, vcom)
+        if before is None and self._rec is not None:
+            starts.append(float(np.hypot(*self.ref["vcom"][:2])))
+        return out
+
+    monkeypatch.setattr(BalanceController, "_recovery", spy)
+    speeds = {}
+    for gate in (0.0, STEPPING.recover_ref_speed):
+        starts.clear()
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
+            STEPPING, recover_ref_speed=gate))
+        track(walk, body, "physical", s)
+        speeds[gate] = list(starts)
+    assert STEPPING.recover_ref_speed == 0.3
+    assert any(v >= 0.3 for v in speeds[0.0])
+    assert all(v < 0.3 for v in speeds[0.3])

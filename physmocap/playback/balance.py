@@ -49,8 +49,9 @@ reference's velocity as well as its place (``ik_kp`` 1, ``ik_kd`` 0.1: with the 
 0.03 a body starting from standing behind a reference that reaches 1.4 m/s within 0.9 s was
 pulled back over its stance foot and fell backward; ``ik_kd_stand`` 0.03 on a standing
 reference, which the stronger term rocks off its feet); a recovery step when the reference
-stands but the body's capture point has left its feet (``recover_dist``: a reference that
-stops dead leaves a moving body without a step to take).
+stands (both feet down a while, its centre of mass slow: ``recover_ref_speed``) but the
+body's capture point has left its feet (``recover_dist``: a reference that stops dead leaves a
+moving body without a step to take).
 
 Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``land_depth``,
 ``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
@@ -168,6 +169,15 @@ class BalanceSettings:
             waits 0.05 s: at 0.15, with or without the other stopping options, the live
             stop and go was down at 4.1-4.6 s, soon after its first stop, in 3-4 of 6
             headings).
+        recover_ref_speed: m/s, or 0: no recovery step starts while the reference's centre
+            of mass moves this fast or faster (a stand is slow, not only both feet down). The
+            solved CMU 02_01 walk (1.2 m/s) keeps both feet down about 0.1 s a step, longer
+            than ``recover_wait``, and its lagging body took recovery steps there that braked
+            it. ``STEPPING``'s 0.3 (``benchmarks/playback_speed.py solved``, that walk's gait
+            cycle looped to 20 s in 12 headings: down at 3.3-8.9 s, median 4.3, without the
+            gate, 4.8-8.5 s, median 5.6, with it, still up in none; the PiG walk's up in 12 of
+            12 both ways; the live straight walk and stop and go up 20 s in 28 of 28 headings
+            both ways).
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
@@ -245,6 +255,7 @@ class BalanceSettings:
     hold_feet: float = 0.0
     hold_wait: float = 0.0
     land_depth: float | None = None
+    recover_ref_speed: float = 0.0
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -261,6 +272,10 @@ class BalanceSettings:
         if not (isinstance(self.plan_s, (int, float)) and 0 <= self.plan_s < float("inf")):
             raise SettingsError(f"BalanceSettings: plan_s must be a number of seconds >= 0, got "
                                 f"{self.plan_s!r}")
+        v = self.recover_ref_speed
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")):
+            raise SettingsError(f"BalanceSettings: recover_ref_speed must be a speed in m/s >= 0 "
+                                f"(0: no gate), got {v!r}")
 
 
 DRIVES = ("torque", "motors")
@@ -280,7 +295,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
                            recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
-                           land_depth=0.01, plan_s=1.0 / 120.0)
+                           land_depth=0.01, plan_s=1.0 / 120.0,
+                           recover_ref_speed=0.3)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -608,10 +624,14 @@ class BalanceController:
         ank = [c[2] for c in self.chains]
         xi = self._capture_point(com, vcom, X[ank, 2].min())
         e = xi - X[ank, :2].mean(axis=0)                    # from the middle of the feet
-        # only while the reference stands (both feet planted a while): in its own double
-        # support a walking reference steps again soon, and a lagging body would step back
+        # only while the reference stands (both feet planted a while, its centre of mass
+        # slow): in its own double support a walking reference steps again soon, and a
+        # lagging body would step back (a 1.2 m/s walk's double support outlasts
+        # ``recover_wait``)
+        moving = s.recover_ref_speed > 0 and \
+            float(np.hypot(*self.ref["vcom"][:2])) >= s.recover_ref_speed
         if self._both >= s.recover_wait and float(np.linalg.norm(e)) > s.recover_dist \
-                and feet.any():
+                and feet.any() and not moving:
             # the foot off the floor, else the one carrying less (lifting the loaded foot
             # drops the body onto the other)
             self._rec = int(np.argmin(feet)) if not feet.all() else int(np.argmin(self.load))
