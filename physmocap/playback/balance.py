@@ -60,12 +60,13 @@ recovery steps; each option removes one measured way they failed (``BalanceSetti
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
 first frame; the live straight walk (from standing, its reference's feet level and grounded
-by its still feet) walks 20 s without a fall in each of 28 headings (11.8-12.4 of the
+by its still feet) walks 20 s without a fall in each of 28 headings (12.5-12.7 of the
 reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
 term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too (18 of
 28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
-0.15 s ``capture_blend``), but it does not quite come to rest (0.2-0.4 m/s at the end of
-each 3 s stand) (until
+0.15 s ``capture_blend``), but it does not quite come to rest (0.3-0.4 m/s at the end of
+each 3 s stand: its recovery steps land ``capture_forward`` short of the capture point,
+which keeps the body walking) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
