@@ -3,7 +3,7 @@ humanoid): clips, the solved real captures, and motion matching coupled live.
 
     python benchmarks/playback_speed.py [clips] [solved] [live] [iterations]
                                         [physical_iterations] [order] [looped]
-                                        (default: the first three)
+                                        [solved_12] (default: the first three)
 
 Prints, per reference and mode: frames/s of the ``Tracker`` loop alone (reset excluded), the
 physics steps per frame, and the tracking figures of ``TrackResult.report()``. Fully physical
@@ -12,8 +12,9 @@ balance=True)``, ``BalanceSettings.drive``; ``phys+step``: ``balance.STEPPING``)
 the reference allows, with the time of the first fall, ``lost``: when the root first strays
 0.5 m from the reference's, and ``down``: when the head first drops below 1 m. ``solved``
 also loops the walking captures' gait cycle (``reference.walk_cycle``) to 20 s, fully physical
-with ``STEPPING``, in six headings; ``looped`` does so with pybullet_data's DeepMimic walk
-(30 and 60 Hz), beside ``STEPPING`` planned once per reference frame.
+with ``STEPPING``, in six headings (``solved_12``: those and six more); ``looped`` does so with
+pybullet_data's DeepMimic walk (30 and 60 Hz), beside ``STEPPING`` planned once per reference
+frame.
 """
 from __future__ import annotations
 
@@ -238,9 +239,14 @@ def cycle_downs(motion: Motion, body, settings: TrackingSettings, yaws) -> tuple
     return (i, j, seam), ref.n_frames / motion.fps, downs
 
 
-def solved() -> None:
+HEADINGS_6 = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+HEADINGS_12 = HEADINGS_6 + (1.0, 1.5, 2.5, 3.5, 4.5, 5.5)
+
+
+def solved(yaws=HEADINGS_6) -> None:
     """Physical playback of the real captures as the marker solver solves them (the takes of
-    ``benchmarks/solve_real.py``), in both modes."""
+    ``benchmarks/solve_real.py``), in both modes; the walks' gait cycle looped in the headings
+    ``yaws`` (rad)."""
     from solve_real import CAPTURES
     walking = ("pig/PiG_Motion-FlatFoot-Full", "cmu/02_01")    # the walking captures
 
@@ -270,9 +276,8 @@ def solved() -> None:
         if name in walking:
             walks[name] = motion
     # the walks' most closed gait cycle looped to 20 s (a capture starts and ends elsewhere),
-    # fully physical with STEPPING, the whole reference turned to six headings (one run of a
-    # falling body says little)
-    yaws = (0.0, 0.7, 2.0, 3.0, 4.0, 5.0)
+    # fully physical with STEPPING, the whole reference turned to six headings or more (one run
+    # of a falling body says little)
     print(f"\nsolved walks, their gait cycle looped to 20 s, phys+step, headings "
           f"{', '.join(f'{y:g}' for y in yaws)} rad: head below 1 m at (s)")
     for name, motion in walks.items():
@@ -308,7 +313,8 @@ if __name__ == "__main__":
     import sys
     parts = {"clips": main, "solved": solved, "live": live}
     extra = {"iterations": iterations, "physical_iterations": physical_iterations,
-             "order": clip_order, "looped": looped}
+             "order": clip_order, "looped": looped,
+             "solved_12": lambda: solved(HEADINGS_12)}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: playback_speed.py [{' '.join(parts)}] "

@@ -174,7 +174,7 @@ class BalanceSettings:
             of mass moves this fast or faster (a stand is slow, not only both feet down). The
             solved CMU 02_01 walk (1.2 m/s) keeps both feet down about 0.1 s a step, longer
             than ``recover_wait``, and its lagging body took recovery steps there that braked
-            it. ``STEPPING``'s 0.3 (``benchmarks/playback_speed.py solved``, that walk's gait
+            it. ``STEPPING``'s 0.3 (``benchmarks/playback_speed.py solved_12``, that walk's gait
             cycle looped to 20 s in 12 headings: down at 3.3-8.9 s, median 4.3, without the
             gate, 4.8-8.5 s, median 5.6, with it, still up in none; the PiG walk's up in 12 of
             12 both ways; the live straight walk and stop and go up 20 s in 28 of 28 headings
