@@ -5,6 +5,8 @@ helps, what to do. The CLI prints exactly that line and exits with status 1.
 """
 from __future__ import annotations
 
+import math
+
 __all__ = [
     "PhysmocapError", "FileFormatError", "UnitError", "ShapeError", "UnknownNameError",
     "SettingsError",
@@ -50,3 +52,10 @@ def known_list(names, limit: int = 12) -> str:
     if len(names) <= limit:
         return ", ".join(names)
     return ", ".join(names[:limit]) + f", … ({len(names)} in all)"
+
+
+def bad_number(v, positive: bool = False) -> bool:
+    """``v`` is not a finite number ``>= 0`` (``> 0`` if ``positive``; a bool is no number):
+    the check behind the settings classes' one-line ``SettingsError``."""
+    return (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or v < 0 or (positive and v == 0))

@@ -82,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError
+from ..errors import SettingsError, bad_number
 from ..skeleton import forward_kinematics_frame
 from .character import Character, foot_joints, leg_chains
 from .reference import sole_points
@@ -273,10 +273,9 @@ class BalanceSettings:
         if not (isinstance(self.plan_s, (int, float)) and 0 <= self.plan_s < float("inf")):
             raise SettingsError(f"BalanceSettings: plan_s must be a number of seconds >= 0, got "
                                 f"{self.plan_s!r}")
-        v = self.recover_ref_speed
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")):
+        if bad_number(self.recover_ref_speed):
             raise SettingsError(f"BalanceSettings: recover_ref_speed must be a speed in m/s >= 0 "
-                                f"(0: no gate), got {v!r}")
+                                f"(0: no gate), got {self.recover_ref_speed!r}")
 
 
 DRIVES = ("torque", "motors")

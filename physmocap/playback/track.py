@@ -23,14 +23,13 @@ at 240 Hz is not, and one call per frame for the whole body). The root is either
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError
+from ..errors import SettingsError, ShapeError, bad_number
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -53,12 +52,6 @@ _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balan
                 "balance_gains", "reach_every_step", *_MODE_DEFAULTS)
 _POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height", "stance_speed",
              "stance_rise")
-
-
-def _bad_number(v, positive: bool) -> bool:
-    """``v`` is not a finite number ``>= 0`` (``> 0`` if ``positive``)."""
-    return (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-            or v < 0 or (positive and v == 0))
 
 
 @dataclass(frozen=True)
@@ -306,7 +299,7 @@ class TrackingSettings:
             if f.name in _NOT_NUMBERS:
                 continue
             v = getattr(self, f.name)
-            if _bad_number(v, f.name in _POSITIVE):
+            if bad_number(v, f.name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
                                     f"{'> 0' if f.name in _POSITIVE else '>= 0'}, got {v!r}")
         if not isinstance(self.reach_every_step, bool):
@@ -315,7 +308,7 @@ class TrackingSettings:
         for name in ("joint_min_torque", "stance_speed", "swing_clearance", "joint_lead",
                      "stance_rise"):
             v = getattr(self, name)
-            if v is not None and _bad_number(v, name in _POSITIVE):
+            if v is not None and bad_number(v, name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
                                     f"{'> 0' if name in _POSITIVE else '>= 0'}, got {v!r}")
         it = self.solver_iterations
