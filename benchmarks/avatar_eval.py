@@ -211,6 +211,17 @@ def settings_arg(text: str) -> tuple:
                                          f"false") from None
 
 
+def seconds_arg(text: str) -> float:
+    """``--start S``: a finite number of seconds >= 0, else an argparse error (one line)."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not (0.0 <= v < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0, e.g. 0.5")
+    return v
+
+
 def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True,
                 start: float = 0.0) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
@@ -331,7 +342,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", type=settings_arg,
                     help="with --physics: a TrackingSettings field changed (a number, or "
                          "true/false), e.g. --set reach_lead=0.01; repeatable")
-    ap.add_argument("--start", type=float, default=0.0, metavar="S",
+    ap.add_argument("--start", type=seconds_arg, default=0.0, metavar="S",
                     help="with --physics: track from S seconds into each clip (the avatar's "
                          "and the truth's frame there), not from its first frame")
     ap.add_argument("--only", metavar="TEXT",
@@ -363,6 +374,18 @@ def main() -> None:
     held = list(range(args.offset, len(files), args.every))
     if args.quick:
         held = held[::max(len(held) // 4, 1)][:4]
+    # the clips evaluated (``--only``; the database is the split's all the same), refused
+    # before the database is built when there are none or ``--start`` is past one's end
+    evaluated = [i for i in held if not args.only or args.only in files[i].stem]
+    if not evaluated:
+        ap.error(f"--only {args.only!r}: no held-out clip of this split has it in its name; "
+                 f"they are: {', '.join(files[i].stem[10:] for i in held)}")
+    short = [i for i in evaluated
+             if round(args.start * motions[i].fps) > motions[i].n_frames - 2]
+    if short:
+        i = short[0]
+        ap.error(f"--start {args.start:g}: held-out clip {files[i].stem} lasts only "
+                 f"{motions[i].duration:.2f} s")
     leak = leaking(motions, held)
     train = [i for i in range(len(files)) if i not in held and i not in leak]
     print(f"held out {len(held)} clips: {', '.join(files[i].stem[10:] for i in held)}")
@@ -371,8 +394,7 @@ def main() -> None:
     db = build_database([motions[i] for i in train], names=[files[i].stem for i in train])
     print(f"database: {db.n_frames} frames ({db.n_frames / db.fps:.0f} s at {db.fps:g} fps) "
           f"from {len(train)} clips")
-    if args.only:          # evaluated only; the database is the split's all the same
-        held = [i for i in held if args.only in files[i].stem]
+    held = evaluated
     feats = {"mm traj": avatar_features(db, 0.0, points={}),
              "mm 3-point": avatar_features(db, args.head_weight)}
     settings = {"mm traj": AvatarSettings(align_halflife=0.0), "mm 3-point": AvatarSettings()}

@@ -40,3 +40,21 @@ def test_bad_set_on_the_command_line_is_one_line(arg, match):
     assert r.returncode == 2
     assert match in r.stderr.strip().splitlines()[-1]
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--start", "-1"], "argument --start: '-1': expected seconds >= 0"),
+    (["--start", "nan"], "argument --start: 'nan': expected seconds >= 0"),
+    (["--start", "1e9"], "--start 1e+09: held-out clip dataset-2_run_normal_001 lasts only"),
+    (["--only", "zzz"], "--only 'zzz': no held-out clip of this split has it in its name"),
+])
+def test_bad_start_or_only_is_one_line(args, match, data_dir):
+    """A negative or non-finite start, one past a held-out clip's end, or ``--only`` matching
+    no held-out clip: exit 2 and one error line, before the database is built."""
+    import os
+    env = dict(os.environ, PHYSMOCAP_DATA=str(data_dir))
+    r = subprocess.run([sys.executable, str(BENCH / "avatar_eval.py"), "--physics", *args],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 2
+    assert match in r.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in r.stderr
