@@ -519,9 +519,10 @@ def cmd_play(args) -> int:
 
 
 def _looped(motion, seconds: float, path) -> tuple:
-    """``motion``'s most closed gait cycle (``playback.reference.walk_cycle``) repeated until
-    it lasts ``seconds``, and what was looped (for the report)."""
-    from .playback.reference import loop_motion, walk_cycle
+    """``motion``'s most closed gait cycle (``playback.reference.walk_cycle``), its seam spread
+    over it (``close_cycle``), repeated until it lasts ``seconds``, and what was looped (for the
+    report; ``seam_m``: the mismatch spread)."""
+    from .playback.reference import close_cycle, loop_motion, walk_cycle
     if not (seconds > 0 and np.isfinite(seconds)):
         raise PhysmocapError(f"--loop must be a number of seconds > 0, got {seconds}", path)
     try:
@@ -529,7 +530,7 @@ def _looped(motion, seconds: float, path) -> tuple:
     except PhysmocapError as e:
         raise PhysmocapError(f"--loop: {e.reason}", path) from None
     loops = max(1, int(np.ceil(seconds * motion.fps / (j - i) - 1e-9)))
-    looped = loop_motion(motion[i:j + 1], loops)
+    looped = loop_motion(close_cycle(motion[i:j + 1]), loops)
     return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
                     "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
 
@@ -803,7 +804,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "or TOML/JSON file, as 'solve --scene')")
     sp.add_argument("--loop", type=float, metavar="SECONDS",
                     help="a walk played longer than captured: its most closed gait cycle "
-                    "(0.8-2 s) repeated until it lasts SECONDS")
+                    "(0.8-2 s), its seam spread over it, repeated until it lasts SECONDS")
     sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 

@@ -10,8 +10,9 @@ from physmocap import quat
 from physmocap.motion import Motion
 from physmocap.playback import FrameRetargeter, TrackingSettings, track
 from physmocap.errors import ShapeError
-from physmocap.playback.reference import (StanceFloor, SwingLift, ground_motion, level_feet,
-                                          loop_motion, sole_points, sole_sides, walk_cycle)
+from physmocap.playback.reference import (StanceFloor, SwingLift, close_cycle, ground_motion,
+                                          level_feet, loop_motion, sole_points, sole_sides,
+                                          walk_cycle)
 from physmocap.scene import load_body
 
 from conftest import WALK_001
@@ -302,6 +303,63 @@ def test_walk_cycle_counts_the_root_velocity(body):
     assert stop - start == 60
     # the velocity differs by 0.6 m/s² x 1 s: 0.1 s x 0.6 m/s as one of J + 1 points
     assert seam == pytest.approx(0.1 * 0.6 / np.sqrt(len(body) + 1), rel=0.02)
+
+
+def _turning_cycle(body, extra: int = 4) -> Motion:
+    """A cycle of the synthetic walk cut ``extra`` frames past its period (a seam to close),
+    its root turning 0.4 rad and tilting as it goes."""
+    m = _periodic_walk(body, 60, 200)
+    cyc = m[10:10 + 60 + extra + 1]
+    F = cyc.n_frames
+    lrot = np.array(cyc.lrot)
+    z = np.array([0.0, 0.0, 1.0])
+    turn = quat.from_axis_angle(np.broadcast_to(z, (F, 3)), np.linspace(0.0, 0.4, F))
+    tilt = quat.from_axis_angle(np.broadcast_to([1.0, 0.0, 0.0], (F, 3)),
+                                0.05 * np.sin(np.linspace(0.0, 5.0, F)))
+    lrot[:, 0] = quat.mul(turn, tilt)
+    return Motion(cyc.skeleton, cyc.fps, cyc.root_pos, lrot)
+
+
+def test_close_cycle_ends_on_its_first_pose(body):
+    """``close_cycle``: the last frame takes the first frame's joint rotations, root tilt and
+    height; the first frame, the root's horizontal path and the last frame's yaw stay; each
+    frame moves by its share of the seam, no more."""
+    from physmocap.matching.trajectory import yaw_of
+    cyc = _turning_cycle(body)
+    before = (cyc.lrot.copy(), cyc.root_pos.copy())
+    out = close_cycle(cyc)
+    F = cyc.n_frames
+    assert np.array_equal(cyc.lrot, before[0]) and np.array_equal(cyc.root_pos, before[1])
+    gap = quat.angle(cyc.lrot[-1, 1:], cyc.lrot[0, 1:])
+    assert gap.max() > 0.05                                    # there was a seam to close
+    assert np.allclose(out.lrot[0], cyc.lrot[0]) and np.allclose(out.root_pos[0], cyc.root_pos[0])
+    assert quat.angle(out.lrot[-1, 1:], cyc.lrot[0, 1:]).max() < 1e-9
+    dyaw = float(yaw_of(cyc.lrot[-1, 0])) - float(yaw_of(cyc.lrot[0, 0]))
+    turned = quat.mul(quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), dyaw), cyc.lrot[0, 0])
+    assert float(quat.angle(out.lrot[-1, 0], turned)) < 1e-9
+    assert float(yaw_of(out.lrot[-1, 0])) == pytest.approx(float(yaw_of(cyc.lrot[-1, 0])))
+    assert out.root_pos[-1, 2] == pytest.approx(cyc.root_pos[0, 2])
+    assert np.array_equal(out.root_pos[:, :2], cyc.root_pos[:, :2])
+    share = np.arange(F)[:, None] / (F - 1) * gap[None]
+    assert np.all(quat.angle(out.lrot[:, 1:], cyc.lrot[:, 1:]) <= share + 1e-9)
+    assert out.fps == cyc.fps and out.skeleton is cyc.skeleton
+
+
+def test_closed_cycle_loops_without_a_jump(body):
+    """Looped, an unclosed cycle jumps at each seam; closed, no joint moves further from one
+    frame to the next across the seam than it does within the cycle."""
+    cyc = _turning_cycle(body)
+
+    def steps(m):                                  # (F - 1,) m: largest joint move per frame
+        return np.linalg.norm(np.diff(m.gpos, axis=0), axis=-1).max(axis=-1)
+
+    n = cyc.n_frames - 1
+    for m, seam_ok in ((cyc, False), (close_cycle(cyc), True)):
+        d = steps(loop_motion(m, 3))
+        inside, seam = d[:n - 1].max(), d[n - 1:n + 1].max()
+        assert (seam <= 1.05 * inside) == seam_ok, (seam, inside)
+    with pytest.raises(ShapeError, match="close_cycle"):
+        close_cycle(cyc[:1])
 
 
 def test_walk_cycle_errors(body):
