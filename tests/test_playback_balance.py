@@ -309,6 +309,12 @@ def test_recovery_gate_must_be_a_speed(speed):
         BalanceSettings(drive="motors", recover_ref_speed=speed)
 
 
+@pytest.mark.parametrize("wait", [-0.1, float("inf"), float("nan"), "long", True])
+def test_swing_wait_must_be_a_number_of_seconds(wait):
+    with pytest.raises(SettingsError, match="swing_wait"):
+        BalanceSettings(drive="motors", swing_wait=wait)
+
+
 @pytest.mark.parametrize("plan_s", [-0.01, float("inf"), float("nan"), "fast"])
 def test_plan_interval_must_be_a_number_of_seconds(plan_s):
     with pytest.raises(SettingsError, match="plan_s"):
@@ -342,19 +348,26 @@ def test_motors_are_planned_every_plan_s(body, monkeypatch):
     assert np.array_equal(ends[0.0], ends[1 / 60])
 
 
-def test_no_recovery_step_in_a_walking_references_double_support(body, data_dir, monkeypatch):
+@pytest.fixture(scope="module")
+def walk_02_01(body, data_dir):
+    """The solved CMU 02_01 walk (2.9 s, 1.2 m/s) on ``body``."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+    t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
+    return solve_capture(t, pick_markerset(t.labels), body).motion
+
+
+def test_no_recovery_step_in_a_walking_references_double_support(body, walk_02_01,
+                                                                  monkeypatch):
     """``recover_ref_speed``: the solved CMU 02_01 walk (1.2 m/s) keeps both feet down about
     0.1 s per step, longer than ``recover_wait``; without the speed gate a lagging body took
     recovery steps there, with its reference still walking. With ``STEPPING``'s gate none
     starts while the reference's centre of mass moves at 0.3 m/s or more."""
     import dataclasses
 
-    from physmocap.io.c3d import read_c3d
     from physmocap.playback.balance import STEPPING, BalanceController
-    from physmocap.scene import pick_markerset
-    from physmocap.solver.pipeline import solve_capture
-    t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
-    walk = solve_capture(t, pick_markerset(t.labels), body).motion
+    walk = walk_02_01
     starts = []
     recovery = BalanceController._recovery
 
@@ -376,3 +389,22 @@ def test_no_recovery_step_in_a_walking_references_double_support(body, data_dir,
     assert STEPPING.recover_ref_speed == 0.3
     assert any(v >= 0.3 for v in speeds[0.0])
     assert all(v < 0.3 for v in speeds[0.3])
+
+
+def test_a_late_swing_foot_comes_down_before_the_other_lifts(body, walk_02_01):
+    """``swing_wait``: the body on the solved 02_01 walk lags its reference and lands late; on
+    the reference's timing it lifted its stance foot with the other still in the air, a few
+    frames with no foot on the floor each stride. With ``STEPPING``'s 0.1 s it keeps a foot
+    down (after the first frames: the body starts a few millimetres up)."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    flight = {}
+    for wait in (0.0, STEPPING.swing_wait):
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
+            STEPPING, swing_wait=wait))
+        res = track(walk_02_01, body, "physical", s)
+        assert not res.falls
+        flight[wait] = int(np.sum(~res.contacts[5:].any(axis=1)))
+    assert STEPPING.swing_wait == 0.1
+    assert flight[0.0] >= 8 and flight[0.1] <= 3, flight

@@ -40,7 +40,9 @@ swing leg is the reference's (its foot off the floor while the other is on it).
 turned every landing into an impact that threw the body back into the air); the swing leg by
 two-bone IK on the simulated pelvis, its sole level and clear of the floor (the reference's
 swing toes point at the floor and tripped the body), landing at the capture point of the
-linear inverted pendulum; a swing foot that lands early becomes a stance foot (``touchdown``);
+linear inverted pendulum; a swing foot that lands early becomes a stance foot (``touchdown``),
+one still in the air when its reference lands goes on and comes down before the other foot
+lifts (``swing_wait``: a body slower than its reference lands late);
 stance legs by IK from where each foot stands, the pelvis to its reference orientation and
 height, the centre of mass toward the reference's place over the stance sole, the sole without
 roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
@@ -60,9 +62,10 @@ recovery steps; each option removes one measured way they failed (``BalanceSetti
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
 first frame; the live straight walk (from standing, its reference's feet level and grounded
-by its still feet) walks 20 s without a fall in each of 28 headings (12.5-12.7 of the
+by its still feet) walks 20 s without a fall in each of 28 headings (12.4-12.5 of the
 reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
-term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too (18 of
+term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too, walking its reference's 7.3 m
+(7.4-7.6 m; 5.4-7.1 before ``swing_wait``) (18 of
 28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
 0.15 s ``capture_blend``), but it does not quite come to rest (0.3-0.4 m/s at the end of
 each 3 s stand: its recovery steps land ``capture_forward`` short of the capture point,
@@ -70,7 +73,11 @@ which keeps the body walking) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
-still feet: ``TrackingSettings.flat_planted``, ``ground_still``). A reference paced by the
+still feet: ``TrackingSettings.flat_planted``, ``ground_still``); the solved PiG and CMU 02_01
+walks' gait cycles looped to 20 s (``reference.close_cycle``) stay up in each of twelve headings
+(02_01 fell in all twelve before ``swing_wait`` and the closed seam; ``benchmarks/
+playback_speed.py solved_12``).
+A reference paced by the
 body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
 stepping, neither drive keeps the body up longer than 1.4-3 s on any walking reference, as
 without balance feedback.
@@ -179,6 +186,16 @@ class BalanceSettings:
             gate, 4.8-8.5 s, median 5.6, with it, still up in none; the PiG walk's up in 12 of
             12 both ways; the live straight walk and stop and go up 20 s in 28 of 28 headings
             both ways).
+        swing_wait: s, or 0: a swing foot still in the air when its reference lands it, after
+            swinging this long, goes on to its placement and comes down (as a recovery step
+            does, ``land_depth``), and the other leg stays a stance leg until it has (not
+            lifted on the reference's timing). A body slower than its reference lands late:
+            the solved CMU 02_01 walk (1.2 m/s; its body walks at about 0.6) lifted its stance
+            foot with the other still in the air and had no foot down for 30-40 ms a stride.
+            ``STEPPING``'s 0.1: a swing of a frame or two (the reference's foot flickering
+            across ``contact_height``, a landed foot bouncing) is not one; counting those too,
+            the looped PiG walk fell in all twelve headings (``benchmarks/playback_speed.py
+            solved_12``).
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
@@ -257,6 +274,7 @@ class BalanceSettings:
     hold_wait: float = 0.0
     land_depth: float | None = None
     recover_ref_speed: float = 0.0
+    swing_wait: float = 0.0
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -276,6 +294,9 @@ class BalanceSettings:
         if bad_number(self.recover_ref_speed):
             raise SettingsError(f"BalanceSettings: recover_ref_speed must be a speed in m/s >= 0 "
                                 f"(0: no gate), got {self.recover_ref_speed!r}")
+        if bad_number(self.swing_wait):
+            raise SettingsError(f"BalanceSettings: swing_wait must be a number of seconds >= 0 "
+                                f"(0: off), got {self.swing_wait!r}")
 
 
 DRIVES = ("torque", "motors")
@@ -296,7 +317,7 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
                            recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
                            land_depth=0.01, plan_s=1.0 / 120.0,
-                           recover_ref_speed=0.3)
+                           recover_ref_speed=0.3, swing_wait=0.1)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -494,6 +515,16 @@ class BalanceController:
             swing = [sd for sd in swing if not (wts[sd] > 0 and r["falling_foot"][sd])]
         if not up:
             wts = np.zeros(2)
+        late = []
+        if s.swing_wait > 0 and up:
+            # a swing foot still in the air after its reference has landed goes on swinging
+            # and comes down, and the other leg stays a stance leg until it has: a lagging
+            # body that lifted its stance foot on the reference's timing had no foot down.
+            # Not a swing of a frame or two (a flickering reference foot, a bounce)
+            late = [sd for sd in self._last_swing if r["on"][sd] and not feet[sd]
+                    and feet[1 - sd] and self._rec is None and self._swt[sd] >= s.swing_wait]
+            if late:
+                swing = late
         swing = self._recovery(swing, up, feet, X, com, vcom)
         for sd in swing:
             hip, _, _ = self.chains[sd]
@@ -517,7 +548,7 @@ class BalanceController:
                         a = min(1.0, self._rec_t / s.recover_blend) if s.recover_blend > 0 \
                             else 1.0
                     delta = a * (tgt - (r["x"][self.chains[sd][2], :2] + (com - r["com"])[:2]))
-                land = self._rec == sd and self._rec_t > 0.6 * s.recover_s
+                land = (self._rec == sd and self._rec_t > 0.6 * s.recover_s) or sd in late
                 self._swing_ik(sd, target, X, R, com, delta, land)
                 continue
             n = float(np.hypot(*delta))
