@@ -4,7 +4,7 @@
                                             [start_phase] [live_start] [live_paced]
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
-                                            [live_headings_28]           (not by default)
+                                            [live_headings_28] [live_turns] (not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -28,7 +28,9 @@
   walk in other floating-point conditions, since one run of a falling body says little;
   for stop and go also whether the body came to rest at the end of each stand;
   ``live_headings_28`` the same over the 28 headings of README (``HEADINGS_28``: the six,
-  every 30°, ten drawn at random; about 8 minutes);
+  every 30°, ten drawn at random; about 8 minutes); ``live_turns`` the turning walks (the
+  figure eight and the sharp turns, their paths' way-points turned to the six headings) and
+  the head circle (once; a recorded head is not turned);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -345,15 +347,32 @@ HEADINGS_28 = ((0.0, 0.7, 2.0, 3.0, 4.0, 5.0) + tuple(np.radians(np.arange(0, 36
                + tuple(np.random.default_rng(7).uniform(0, 2 * np.pi, 10)))
 
 
-def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0)) -> None:
-    """``STEPPING`` on the live walking inputs turned to six headings (``yaws`` rad): when the
+def _turned_input(name: str, yaw: float):
+    """The shipped input ``name`` turned by ``yaw`` rad: a joystick's camera and start facing,
+    a path's way-points about the origin (``live_headings`` turns the character's start facing
+    alike); a recorded head as it is."""
+    import dataclasses
+
+    from physmocap.matching.trajectory import PathFollower, load_input
+    from physmocap.scene import _resolve
+    src = load_input(_resolve(name, "inputs", "input"))
+    if isinstance(src, PathFollower):
+        c, s = np.cos(yaw), np.sin(yaw)
+        return dataclasses.replace(src, points=np.asarray(src.points)[:, :2]
+                                   @ np.array([[c, s], [-s, c]]))
+    if hasattr(src, "camera_yaw"):
+        return dataclasses.replace(src, camera_yaw=yaw, initial_yaw=yaw)
+    return src
+
+
+def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
+                  names=("straight_walk", "stop_and_go")) -> None:
+    """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad): when the
     head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
     go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
     rest: < 0.1)."""
-    import dataclasses
-
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input
+    from physmocap.matching.trajectory import HeadTrajectory, load_input
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
@@ -366,12 +385,11 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0)) -> None:
           + ", ".join(f"{y:.1f}" for y in yaws)
           + " rad: head below 1 m at (s); walked / reference (m); stop and go: speed at the "
           "end of each stand (m/s)")
-    for name in ("straight_walk", "stop_and_go"):
+    for name in names:
         downs, walks, stands = [], [], []
-        for yaw in yaws:
-            src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
-                                      camera_yaw=yaw, initial_yaw=yaw)
-            ctrl = Controller(db, feats, src, start_yaw=yaw)
+        head_input = isinstance(load_input(_resolve(name, "inputs", "input")), HeadTrajectory)
+        for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
+            ctrl = Controller(db, feats, _turned_input(name, yaw), start_yaw=yaw)
             down, first, late = None, None, ([], [])
             with LivePlayback(ctrl, body, "physical", s) as lp:
                 ch = lp.tracker.char
@@ -390,7 +408,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0)) -> None:
             walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
                          f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
             stands.append("/".join(f"{np.mean(x):.1f}" for x in late if len(x) > 50) or "-")
-        print(f"  {name:14s} up 20 s in {downs.count('never')} of {len(yaws)}; down: "
+        print(f"  {name:14s} up 20 s in {downs.count('never')} of {len(downs)}; down: "
               f"{' '.join(f'{d:>5s}' for d in downs)}; walked: " + " ".join(walks))
         if name == "stop_and_go":
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
@@ -543,7 +561,9 @@ if __name__ == "__main__":
              "live_paced": live_paced, "live_headings": live_headings,
              "live_reference": live_reference, "pushes": pushes,
              "soles": soles}
-    extra = {"live_headings_28": lambda: live_headings(HEADINGS_28)}    # not by default
+    extra = {"live_headings_28": lambda: live_headings(HEADINGS_28),     # not by default
+             "live_turns": lambda: live_headings(names=("figure_eight", "sharp_turns",
+                                                        "head_circle"))}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "

@@ -408,3 +408,40 @@ def test_a_late_swing_foot_comes_down_before_the_other_lifts(body, walk_02_01):
         flight[wait] = int(np.sum(~res.contacts[5:].any(axis=1)))
     assert STEPPING.swing_wait == 0.1
     assert flight[0.0] >= 8 and flight[0.1] <= 3, flight
+
+
+@pytest.mark.parametrize("height", [-0.01, float("inf"), float("nan"), "low", True])
+def test_contact_fallback_must_be_a_height(height):
+    with pytest.raises(SettingsError, match="contact_fallback"):
+        BalanceSettings(drive="motors", contact_fallback=height)
+
+
+def test_a_planted_reference_foot_that_rises_a_little_stays_planted(body):
+    """``contact_fallback``: a standing reference whose feet then rise 3 cm (above
+    ``contact_height``, neither planted by the rule) keeps one foot on the floor with
+    ``STEPPING``'s 3.5 cm, none without it; none if they rise 4 cm, move faster than
+    ``plant_speed``, or were not planted the frame before (a landing foot)."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    J = len(body)
+    lrot = quat.identity((J,))
+    stand = np.array(body.skeleton.offsets[0], float)
+
+    def planted(fallback, lift, speed=0.0, before=0.0):
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
+            STEPPING, contact_fallback=fallback))
+        with Tracker(body, "physical", s) as tr:
+            bc = tr.balance
+            bc.set_reference(stand + [0.0, 0.0, before], lrot[0], lrot, np.zeros(3),
+                             np.zeros((J, 3)), 0.0)
+            bc.set_reference(stand + [speed / 60, 0.0, lift], lrot[0], lrot, np.zeros(3),
+                             np.zeros((J, 3)), 1 / 60)
+            return int(bc.ref["on"].sum())
+
+    assert STEPPING.contact_fallback == 0.035
+    assert planted(0.0, 0.0) == 2                      # standing: both feet on the floor
+    assert planted(0.0, 0.03) == 0 and planted(0.035, 0.03) == 1
+    assert planted(0.035, 0.04) == 0
+    assert planted(0.035, 0.03, speed=2.0) == 0        # both feet faster than plant_speed
+    assert planted(0.035, 0.03, before=0.03) == 0      # neither was planted

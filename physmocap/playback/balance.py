@@ -46,7 +46,9 @@ lifts (``swing_wait``: a body slower than its reference lands late);
 stance legs by IK from where each foot stands, the pelvis to its reference orientation and
 height, the centre of mass toward the reference's place over the stance sole, the sole without
 roll (the references' planted soles lean up to 8-9° onto an edge); a reference foot is planted
-only when low and slow (``plant_speed``); the stance IK moves the centre of mass with the
+only when low and slow (``plant_speed``), and a planted one stays so while it rises a little,
+slow, with neither foot planted by that rule (``contact_fallback``: a turning reference's
+stance foot slides and lifts); the stance IK moves the centre of mass with the
 reference's velocity as well as its place (``ik_kp`` 1, ``ik_kd`` 0.1: with the weaker 0.3 and
 0.03 a body starting from standing behind a reference that reaches 1.4 m/s within 0.9 s was
 pulled back over its stance foot and fell backward; ``ik_kd_stand`` 0.03 on a standing
@@ -123,6 +125,16 @@ class BalanceSettings:
             swing foot placed that much further outward; ``place_max`` m, bound of the offset.
         contact_height: m, a reference foot whose lowest sole point is below this is on the
             floor (the reference's swing/stance phase).
+        contact_fallback: m, or 0: a reference with neither foot on the floor by
+            ``contact_height`` and ``plant_speed`` keeps a foot that was on it the frame before
+            (the lower one) while that foot stays slower than ``plant_speed`` and its lowest
+            sole point below this height. The live figure eight's motion-matched reference,
+            turning, slides its stance foot (0.5-0.9 m/s) and lifts it to 2.4-3.3 cm for 0.4 s
+            at the start while the other swings low: no foot on the floor, no swing planned,
+            and the body was down at 1.0 s in six headings of six (``STEPPING``'s 0.035: up
+            20 s in 3 of 6, ``benchmarks/physical_diagnosis.py live_turns``). Any slow foot
+            below the height, not only a planted one, also took the PiG walk's landing foot
+            for planted early (its looped cycle down in one heading of twelve).
         load_filter: s, time constant of the filter on the feet's measured loads.
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
@@ -275,6 +287,7 @@ class BalanceSettings:
     land_depth: float | None = None
     recover_ref_speed: float = 0.0
     swing_wait: float = 0.0
+    contact_fallback: float = 0.0
     stiff_kp: float = 0.0
     stand_s: float = 0.3
     com_lateral: float = 0.015
@@ -294,6 +307,9 @@ class BalanceSettings:
         if bad_number(self.recover_ref_speed):
             raise SettingsError(f"BalanceSettings: recover_ref_speed must be a speed in m/s >= 0 "
                                 f"(0: no gate), got {self.recover_ref_speed!r}")
+        if bad_number(self.contact_fallback):
+            raise SettingsError(f"BalanceSettings: contact_fallback must be a height in m >= 0 "
+                                f"(0: off), got {self.contact_fallback!r}")
         if bad_number(self.swing_wait):
             raise SettingsError(f"BalanceSettings: swing_wait must be a number of seconds >= 0 "
                                 f"(0: off), got {self.swing_wait!r}")
@@ -317,7 +333,7 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
                            recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
                            land_depth=0.01, plan_s=1.0 / 120.0,
-                           recover_ref_speed=0.3, swing_wait=0.1)
+                           recover_ref_speed=0.3, swing_wait=0.1, contact_fallback=0.035)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -432,6 +448,13 @@ class BalanceController:
             # at speed 0.07 s before its heel strikes
             sp = np.linalg.norm((x - self.ref["x"])[[c[2] for c in self.chains], :2], axis=-1) / dt
             on &= sp < self.s.plant_speed
+            if self.s.contact_fallback > 0 and not on.any():
+                # a walking reference is never in the air: a foot planted the frame before
+                # that is still slow and low carries it (not a landing foot yet in the air)
+                slow = (sp < self.s.plant_speed) & (low < self.s.contact_fallback) \
+                    & self.ref["on"]
+                if slow.any():
+                    on[int(np.argmin(np.where(slow, low, np.inf)))] = True
         ank = x[[c[2] for c in self.chains], 2]
         prev = self.ref["ankle_z"] if (self.ref is not None and dt > 0) else ank
         self._k = 0
