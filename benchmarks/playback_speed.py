@@ -231,10 +231,12 @@ def clip_order() -> None:
 
 def cycle_downs(motion: Motion, body, settings: TrackingSettings, yaws) -> tuple:
     """``motion``'s most closed gait cycle (``reference.walk_cycle``), its seam spread over it
-    (``close_cycle``, as ``play --loop`` does), looped past 20 s and played fully physical, the whole reference turned to each of ``yaws`` (rad): the cycle
-    ``(i, j, seam)``, the looped length (s) and ``down_s`` per heading."""
+    (``close_cycle``, as ``play --loop`` does), looped past 20 s and played fully physical,
+    the whole reference turned to each of ``yaws`` (rad): the cycle ``(i, j, seam)``, the
+    looped length (s) and ``down_s`` per heading."""
     i, j, seam = walk_cycle(motion)
-    ref = loop_motion(close_cycle(motion[i:j + 1]), int(np.ceil(20.0 * motion.fps / (j - i))) + 1)
+    loops = int(np.ceil(20.0 * motion.fps / (j - i))) + 1
+    ref = loop_motion(close_cycle(motion[i:j + 1]), loops)
     downs = [down_s(track_any(turned(ref, y), body, "physical", settings), body) for y in yaws]
     return (i, j, seam), ref.n_frames / motion.fps, downs
 

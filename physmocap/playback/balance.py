@@ -66,9 +66,9 @@ with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at 
 first frame; the live straight walk (from standing, its reference's feet level and grounded
 by its still feet) walks 20 s without a fall in each of 28 headings (12.4-12.5 of the
 reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
-term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too, walking its reference's 7.3 m
-(7.4-7.6 m; 5.4-7.1 before ``swing_wait``) (18 of
-28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
+term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too,
+walking its reference's 7.3 m (7.4-7.6 m; 5.4-7.1 before ``swing_wait``) (18 of 28 with the
+motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
 0.15 s ``capture_blend``), but it does not quite come to rest (0.3-0.4 m/s at the end of
 each 3 s stand: its recovery steps land ``capture_forward`` short of the capture point,
 which keeps the body walking) (until
@@ -78,9 +78,10 @@ straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up i
 still feet: ``TrackingSettings.flat_planted``, ``ground_still``); the solved PiG and CMU 02_01
 walks' gait cycles looped to 20 s (``reference.close_cycle``) stay up in each of twelve headings
 (02_01 fell in all twelve before ``swing_wait`` and the closed seam; ``benchmarks/
-playback_speed.py solved_12``).
-A reference paced by the
-body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
+playback_speed.py solved_12``). The turning live inputs fall: the figure eight is up 20 s in 3
+of 6 headings, the sharp turns in none (down at or after the first 180° turn), the head circle
+down at 13.4 s (``physical_diagnosis.py live_turns``). A reference paced by the body
+(``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
 stepping, neither drive keeps the body up longer than 1.4-3 s on any walking reference, as
 without balance feedback.
 """
