@@ -347,20 +347,18 @@ HEADINGS_28 = ((0.0, 0.7, 2.0, 3.0, 4.0, 5.0) + tuple(np.radians(np.arange(0, 36
                + tuple(np.random.default_rng(7).uniform(0, 2 * np.pi, 10)))
 
 
-def _turned_input(name: str, yaw: float):
-    """The shipped input ``name`` turned by ``yaw`` rad: a joystick's camera and start facing,
-    a path's way-points about the origin (``live_headings`` turns the character's start facing
+def _turned_input(src, yaw: float):
+    """The loaded input ``src`` turned by ``yaw`` rad: a joystick's camera and start facing, a
+    path's way-points about the origin (``live_headings`` turns the character's start facing
     alike); a recorded head as it is."""
     import dataclasses
 
-    from physmocap.matching.trajectory import PathFollower, load_input
-    from physmocap.scene import _resolve
-    src = load_input(_resolve(name, "inputs", "input"))
+    from physmocap.matching.trajectory import Joystick, PathFollower
     if isinstance(src, PathFollower):
         c, s = np.cos(yaw), np.sin(yaw)
         return dataclasses.replace(src, points=np.asarray(src.points)[:, :2]
                                    @ np.array([[c, s], [-s, c]]))
-    if hasattr(src, "camera_yaw"):
+    if isinstance(src, Joystick):
         return dataclasses.replace(src, camera_yaw=yaw, initial_yaw=yaw)
     return src
 
@@ -387,9 +385,10 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
           "end of each stand (m/s)")
     for name in names:
         downs, walks, stands = [], [], []
-        head_input = isinstance(load_input(_resolve(name, "inputs", "input")), HeadTrajectory)
+        src = load_input(_resolve(name, "inputs", "input"))
+        head_input = isinstance(src, HeadTrajectory)
         for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
-            ctrl = Controller(db, feats, _turned_input(name, yaw), start_yaw=yaw)
+            ctrl = Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw)
             down, first, late = None, None, ([], [])
             with LivePlayback(ctrl, body, "physical", s) as lp:
                 ch = lp.tracker.char

@@ -305,15 +305,16 @@ class BalanceSettings:
         if not (isinstance(self.plan_s, (int, float)) and 0 <= self.plan_s < float("inf")):
             raise SettingsError(f"BalanceSettings: plan_s must be a number of seconds >= 0, got "
                                 f"{self.plan_s!r}")
-        if bad_number(self.recover_ref_speed):
-            raise SettingsError(f"BalanceSettings: recover_ref_speed must be a speed in m/s >= 0 "
-                                f"(0: no gate), got {self.recover_ref_speed!r}")
-        if bad_number(self.contact_fallback):
-            raise SettingsError(f"BalanceSettings: contact_fallback must be a height in m >= 0 "
-                                f"(0: off), got {self.contact_fallback!r}")
-        if bad_number(self.swing_wait):
-            raise SettingsError(f"BalanceSettings: swing_wait must be a number of seconds >= 0 "
-                                f"(0: off), got {self.swing_wait!r}")
+        for name, what in _CHECKED:
+            if bad_number(getattr(self, name)):
+                raise SettingsError(f"BalanceSettings: {name} must be {what}, got "
+                                    f"{getattr(self, name)!r}")
+
+
+# fields checked by ``errors.bad_number`` (a finite number >= 0, not a bool): what each must be
+_CHECKED = (("recover_ref_speed", "a speed in m/s >= 0 (0: no gate)"),
+            ("contact_fallback", "a height in m >= 0 (0: off)"),
+            ("swing_wait", "a number of seconds >= 0 (0: off)"))
 
 
 DRIVES = ("torque", "motors")
