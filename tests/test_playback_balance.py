@@ -445,3 +445,45 @@ def test_a_planted_reference_foot_that_rises_a_little_stays_planted(body):
     assert planted(0.035, 0.04) == 0
     assert planted(0.035, 0.03, speed=2.0) == 0        # both feet faster than plant_speed
     assert planted(0.035, 0.03, before=0.03) == 0      # neither was planted
+
+
+@pytest.mark.parametrize("band", [None, 0.0, "stepping"])
+def test_a_stance_foot_keeps_its_own_heading(body, band):
+    """``stance_yaw``: a body standing at heading 0 under a reference turned 30 degrees about
+    its vertical: the stance legs' IK puts each planted foot at its simulated heading, or
+    ``stance_yaw`` short of it toward the reference's (``STEPPING``: 15 degrees; the hip
+    takes the twist); off (``None``), at the reference's heading."""
+    import dataclasses
+
+    from physmocap.matching.trajectory import yaw_of
+    from physmocap.playback.balance import STEPPING
+    band = STEPPING.stance_yaw if band == "stepping" else band
+    J = len(body)
+    lrot = quat.identity((J,))
+    stand = np.array(body.skeleton.offsets[0], float)
+    turn = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), np.radians(30.0))
+    s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING,
+                                                                         stance_yaw=band))
+    wrap = lambda a: float(np.angle(np.exp(1j * a)))                          # noqa: E731
+    with Tracker(body, "physical", s) as tr:
+        tr.reset(stand, lrot[0], lrot)
+        for _ in range(10):                            # settle onto both feet
+            tr.step(stand, lrot[0], lrot, 1 / 60)
+        bc = tr.balance
+        bc.set_reference(stand, turn, lrot, np.zeros(3), np.zeros((J, 3)), 1 / 60)
+        (X, R, *_), wts, swing, target, _ = bc.plan(1 / 60)
+        assert not swing and (wts > 0).all()
+        for hip, knee, ankle in bc.chains:
+            world = quat.mul(quat.mul(quat.mul(turn, target[hip]), target[knee]),
+                             target[ankle])
+            ref, sim = yaw_of(bc.ref["g"][ankle]), yaw_of(R[ankle])
+            d = wrap(sim - ref)
+            assert abs(d) > np.radians(25.0)           # the feet stand near 0, not at 30 deg
+            want = ref if band is None else ref + np.sign(d) * max(0.0, abs(d) - band)
+            assert abs(wrap(yaw_of(world) - want)) < np.radians(0.5)
+
+
+@pytest.mark.parametrize("band", [-0.1, float("inf"), float("nan"), "wide", True])
+def test_stance_yaw_must_be_an_angle(band):
+    with pytest.raises(SettingsError, match="stance_yaw must be None"):
+        BalanceSettings(drive="motors", stance_yaw=band)
