@@ -326,8 +326,8 @@ def test_stepping_turns_on_its_stance_feet(walk_db, project_root):
     down at 10.4 s; with ``STEPPING``'s (each stance foot keeps its own heading beyond 15
     degrees of the reference's, the hip taking the twist) it walks the 20 s upright. One
     heading of a chaotic walk: over twelve random headings 7 of 12 up against 2 (this
-    12-clip database), 12 of 12 against 8 on the benchmark's 20 clips (README, "Measured";
-    ``physical_diagnosis.py live_turns``)."""
+    12-clip database), 12 of 12 against 8 on the benchmark's 20 clips (``benchmarks/
+    RESULTS.md``, "Live coupling, fully physical"; ``physical_diagnosis.py live_turns``)."""
     import dataclasses
 
     from physmocap.playback import TrackingSettings

@@ -144,12 +144,14 @@ class BalanceSettings:
             the stance hip takes the twist (the knee's hinge turned with it). Asked to the
             reference's heading, a planted foot's ankle motor, unable to turn the foot on the
             floor, turned the body the other way: on the live turning walks the body walked on
-            at its old heading while its reference turned (the figure eight up 20 s in 1 of 12
-            headings, ``benchmarks/physical_diagnosis.py live_turns``). ``STEPPING``'s 15
-            degrees: the figure eight up in 12 of 12 (and 12 of 12 random headings, 8 of 12
-            without); a straight walk's stance feet stand up to about 15 degrees off their
-            reference's, and with all of it kept (0) the live straight walk went 8.1 m in 20 s
-            instead of 12.1 (its stance hips turned out), at 10 degrees 11.2 m.
+            at its old heading while its reference turned. ``STEPPING``'s 15 degrees: the
+            live figure eight up 20 s in 6 of 6 headings (3 of 6 without,
+            ``benchmarks/physical_diagnosis.py live_turns``), in 12 of 12 every 30 degrees (1
+            of 12) and at 12 of 12 random headings (8 of 12) (a scratch loop over the same
+            code; ``benchmarks/RESULTS.md``, "Live coupling, fully physical"); a straight walk's
+            stance feet stand up to about 15 degrees off their reference's, and with all of
+            it kept (0) the live straight walk went 8.1 m in 20 s instead of 12.1 (its stance
+            hips turned out), at 10 degrees 11.2 m.
         load_filter: s, time constant of the filter on the feet's measured loads.
         ankle_lever, ankle_roll: m, a stance ankle's torque per newton of its load, heel-to-toe
             and across the sole.
