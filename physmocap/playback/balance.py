@@ -96,6 +96,7 @@ import numpy as np
 
 from .. import quat
 from ..errors import SettingsError, bad_number
+from ..matching.trajectory import yaw_of
 from ..skeleton import forward_kinematics_frame
 from .character import Character, foot_joints, leg_chains
 from .reference import sole_points
@@ -812,9 +813,7 @@ class BalanceController:
                 # old heading), so the foot keeps its own heading beyond ``stance_yaw`` of the
                 # reference's and the hip turns the pelvis
                 f = r["g"][ankle] if foot is None else foot
-                xs, xr = (quat.rotate(q, np.array([1.0, 0.0, 0.0])) for q in (R[ankle], f))
-                d = float(np.angle(np.exp(1j * (np.arctan2(xs[1], xs[0])
-                                                - np.arctan2(xr[1], xr[0])))))
+                d = float(np.angle(np.exp(1j * (yaw_of(R[ankle]) - yaw_of(f)))))
                 twist = float(np.sign(d)) * max(0.0, abs(d) - s.stance_yaw)
                 foot = quat.mul(quat.from_axis_angle(_Z, twist), f)
             T = X[ankle]
