@@ -368,7 +368,8 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad): when the
     head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
     go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
-    rest: < 0.1)."""
+    rest: < 0.1). A recorded head (``head_circle``) is played once, not turned, also for 20 s:
+    past the recording's end its reference stops."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import HeadTrajectory, load_input
     from physmocap.playback.balance import STEPPING
@@ -409,6 +410,10 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
             stands.append("/".join(f"{np.mean(x):.1f}" for x in late if len(x) > 50) or "-")
         print(f"  {name:14s} up 20 s in {downs.count('never')} of {len(downs)}; down: "
               f"{' '.join(f'{d:>5s}' for d in downs)}; walked: " + " ".join(walks))
+        if head_input:
+            # a recording ends; after it the head stands still, and so does the reference
+            print(f"  {'':14s} the recording ends at {float(src.times[-1]):.1f} s (then the "
+                  "head, and the reference, stop)")
         if name == "stop_and_go":
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
