@@ -82,7 +82,8 @@ walks' gait cycles looped to 20 s (``reference.close_cycle``) stay up in each of
 (02_01 fell in all twelve before ``swing_wait`` and the closed seam; ``benchmarks/
 playback_speed.py solved_12``); the live figure eight is up 20 s in 6 of 6 headings (3 of 6
 before ``stance_yaw``). The sharp turns fall in all six (down at 5.2-9.6 s, in or after a 180°
-turn the reference spins on sliding feet) and the head circle at 13.4 s
+turn the reference spins on sliding feet) and the head circle at 13.4 s (1.4 s after its
+12 s recording ends, as its reference stops)
 (``physical_diagnosis.py live_turns``). A reference paced by the body
 (``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
 stepping, neither drive keeps the body up longer than 1.4-3 s on any walking reference, as
