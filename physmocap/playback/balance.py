@@ -816,7 +816,8 @@ class BalanceController:
                 f = r["g"][ankle] if foot is None else foot
                 d = float(np.angle(np.exp(1j * (yaw_of(R[ankle]) - yaw_of(f)))))
                 twist = float(np.sign(d)) * max(0.0, abs(d) - s.stance_yaw)
-                foot = quat.mul(quat.from_axis_angle(_Z, twist), f)
+                if twist:               # (within the band, most frames of a walk: as asked)
+                    foot = quat.mul(quat.from_axis_angle(_Z, twist), f)
             T = X[ankle]
             if s.hold_feet and wts[sd] <= 0:
                 T = np.array([T[0], T[1], self.rest_ankle])     # down onto the floor
