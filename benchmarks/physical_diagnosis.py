@@ -473,7 +473,8 @@ def pushes() -> None:
                 ("no hold_feet", {"hold_feet": 0.0}), ("no recover_choose",
                                                          {"recover_choose": False}),
                 ("recover_wait 0.15", {"recover_wait": 0.15}),
-                ("recover_blend None", {"recover_blend": None})]
+                ("recover_blend None", {"recover_blend": None}),
+                ("no recover_hold", {"recover_hold": False})]
     print("\nstanding reference, body started moving (m/s, x forward, y left), 5 s: its speed "
           "then (F: fell) and the first recovery step's foot")
     print(f"  {'velocity':>11s}  " + " ".join(f"{label:>19s}" for label, _ in variants))

@@ -278,7 +278,7 @@ def test_recovery_steps_stop_a_pushed_standing_body(body):
     """A standing reference gives no step to take: a body moving forward or to its right at
     0.6 m/s falls unless it takes recovery steps (``recover_dist``); with ``STEPPING``'s it
     comes to rest within 5 s (measured 0.00 / 0.00 m/s; ``benchmarks/physical_diagnosis.py
-    pushes`` for more pushes: forward at 0.8 or to its left at 0.6 m/s it falls)."""
+    pushes`` for more pushes: forward at 0.8 m/s it falls)."""
     for v in ((0.6, 0.0, 0.0), (0.0, -0.6, 0.0)):
         assert _pushed(body, v, recover_dist=0.0)[0]
         fell, _, speed = _pushed(body, v)
@@ -301,6 +301,15 @@ def test_recovery_step_by_the_side_the_body_goes(body):
     assert first == 1 and not fell
     fell, first, _ = _pushed(body, (0.0, -0.6, 0.0), recover_choose=False)
     assert first == 0 and fell
+
+
+def test_a_recovery_steps_stance_leg_only_brakes(body):
+    """``recover_hold``: pushed to its left at 0.6 m/s, the body stays up and comes to rest
+    (measured 0.00 m/s); with the stance leg of each recovery step moving the centre of mass
+    to the reference's place over that foot, it falls."""
+    fell, _, speed = _pushed(body, (0.0, 0.6, 0.0))
+    assert not fell and speed < 0.1
+    assert _pushed(body, (0.0, 0.6, 0.0), recover_hold=False)[0]
 
 
 @pytest.mark.parametrize("speed", [-0.1, float("inf"), float("nan"), "slow", True])

@@ -59,8 +59,8 @@ stands (both feet down a while, its centre of mass slow: ``recover_ref_speed``) 
 body's capture point has left its feet (``recover_dist``: a reference that stops dead leaves a
 moving body without a step to take).
 
-Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``land_depth``,
-``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
+Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``recover_hold``,
+``land_depth``, ``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
 recovery steps; each option removes one measured way they failed (``BalanceSettings``).
 
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
@@ -68,12 +68,12 @@ with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at 
 first frame; the live straight walk (from standing, its reference's feet level and grounded
 by its still feet) walks 20 s without a fall in each of 28 headings (12.4-12.5 of the
 reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
-term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too,
-walking its reference's 7.3 m (7.4-7.6 m; 5.4-7.1 before ``swing_wait``) (18 of 28 with the
-motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before the
-0.15 s ``capture_blend``), but it does not quite come to rest (0.3-0.4 m/s at the end of
-each 3 s stand: its recovery steps land ``capture_forward`` short of the capture point,
-which keeps the body walking) (until
+term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too
+(18 of 28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before
+the 0.15 s ``capture_blend``), walking 4.6-5.6 of its reference's 7.3 m (it walks slower than
+its reference; before ``recover_hold`` it walked on through the stands and made up the
+distance, 7.4-7.6 m), but it does not come to rest: it steps in place, 0.2-0.3 m/s at the end
+of each 3 s stand (0.3-0.4 before ``recover_hold``), drifting on at about 0.1 m/s (0.3) (until
 2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
 straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
@@ -237,6 +237,14 @@ class BalanceSettings:
             below the centre of mass to the capture point within this time (blended over
             ``capture_blend``, 0.3 s, it came down at ``0.6 recover_s``, 0.21 s, 70 % of the way
             there: under the centre of mass of a body still moving forward).
+        recover_hold: during a recovery step the stance leg holds the centre of mass where
+            it is (the stance IK only damps its velocity) instead of moving it to where the
+            reference has its own relative to that foot. A reference that stops with its feet
+            apart has its centre of mass 7-12 cm ahead of the middle of its ankles (the live
+            stop and go's stands); a recovery step's stance leg drew the body's there, ahead
+            of its stance ankle, and every step started the next: the body walked on at
+            0.3 m/s while its reference stood (3.5 m past it 23 s after the stop). ``STEPPING``
+            on (``benchmarks/physical_diagnosis.py live_headings_28``, ``pushes``).
         hold_feet, hold_wait: m, s; > 0: once the reference has stood on both feet
             ``hold_wait`` s, a foot it has planted that is neither loaded nor swinging and
             within ``hold_feet`` m of standing height is a stance leg too (``_stance_ik``),
@@ -301,6 +309,7 @@ class BalanceSettings:
     recover_choose: bool = False
     recover_side: float = 0.03
     recover_blend: float | None = None
+    recover_hold: bool = False
     hold_feet: float = 0.0
     hold_wait: float = 0.0
     land_depth: float | None = None
@@ -355,7 +364,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            capture_blend=0.15,
                            ik_kz=0.1, ik_kp=1.0, ik_kd=0.1, ik_kd_stand=0.03,
                            recover_dist=0.1, recover_choose=True, recover_wait=0.05,
-                           recover_blend=0.15, hold_feet=0.03, hold_wait=0.15,
+                           recover_blend=0.15, recover_hold=True, hold_feet=0.03,
+                           hold_wait=0.15,
                            land_depth=0.01, plan_s=1.0 / 120.0,
                            recover_ref_speed=0.3, swing_wait=0.1, contact_fallback=0.035,
                            stance_yaw=np.radians(15.0))
@@ -789,6 +799,10 @@ class BalanceController:
         # the body is left behind and falls back); on a standing reference (stood
         # ``stand_s``) the weaker ``ik_kd_stand``: at 0.1 it rocks a standing body off its feet
         kd = s.ik_kd if (s.ik_kd_stand is None or self._both < s.stand_s) else s.ik_kd_stand
+        if s.recover_hold and self._rec is not None:
+            # a recovery step's stance leg only brakes: the stopped reference's own centre of
+            # mass may stand well ahead of this foot, and moving the body's there walks it on
+            want[:2] = com[:2]
         dlt = s.ik_kp * (want - com) - kd * (vcom - r["vcom"])
         dlt[2] = s.ik_kz * (hz - X[0, 2]) - kd * (vcom[2] - r["vcom"][2])
         n = float(np.linalg.norm(dlt[:2]))
