@@ -60,8 +60,9 @@ body's capture point has left its feet (``recover_dist``: a reference that stops
 moving body without a step to take).
 
 Stopping (``recover_choose``, ``recover_wait``, ``recover_blend``, ``recover_hold``,
-``land_depth``, ``hold_feet``): a reference that stops dead leaves the body, behind and still moving, to its
-recovery steps; each option removes one measured way they failed (``BalanceSettings``).
+``land_depth``, ``hold_feet``): a reference that stops dead leaves the body, behind and still
+moving, to its recovery steps; each option removes one measured way they failed
+(``BalanceSettings``).
 
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
