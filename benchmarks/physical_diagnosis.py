@@ -4,7 +4,8 @@
                                             [start_phase] [live_start] [live_paced]
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
-                                            [live_headings_28] [live_turns] (not by default)
+                                            [live_headings_28] [live_turns] [turn_clips]
+                                                                         (not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -31,6 +32,13 @@
   every 30°, ten drawn at random; about 8 minutes); ``live_turns`` the turning walks (the
   figure eight and the sharp turns, their paths' way-points turned to the six headings) and
   the head circle (once; a recorded head is not turned);
+* ``turn_clips``: ``STEPPING`` on the captured turning walks themselves (Bandai-Namco
+  ``walk-turn-left`` / ``walk-turn-right`` 001-012: 80-115° turns, the hips turning at up to
+  70-110°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
+  ``walk-turn-right_normal_004``, whose last 2 s are a captured U-turn (the hips turn about
+  190°, at up to 260°/s over 0.5 s, as the walk slows to 0.4 m/s), started at
+  several points before it: is the body up at the end, or when the head first drops below 1 m.
+  Set beside ``live_turns``: what the body can turn when its reference is a capture;
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -418,6 +426,56 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
 
+def _bandai_turn(kind: str, n: int, body):
+    """Bandai-Namco ``dataset-2_walk-turn-{kind}_normal_{n:03d}`` retargeted onto ``body``, 60
+    fps."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/"
+                   f"dataset-2_walk-turn-{kind}_normal_{n:03d}.bvh")
+    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
+             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
+    return resample(retarget(src, body.skeleton, name_map=names), 60.0)
+
+
+def turn_clips() -> None:
+    from physmocap.matching.trajectory import yaw_of
+    from physmocap.playback.balance import STEPPING
+
+    body = load_body()
+    head = body.index("Head")
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+
+    def down(ref, t0: float = 0.0) -> str:
+        res = track(ref, body, "physical", s)
+        low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
+        return "up" if not len(low) else f"down at {t0 + low[0] / res.motion.fps:.2f} s"
+
+    print("\nSTEPPING on the captured turning walks (Bandai-Namco walk-turn, from 0.5 s in): "
+          "turn (deg), fastest turn over 0.5 s (deg/s), up to the end or head below 1 m at (s from 0.5 "
+          "s in)")
+    ups = 0
+    for kind in ("left", "right"):
+        cells = []
+        for n in range(1, 13):
+            ref = _bandai_turn(kind, n, body)[30:]           # from 0.5 s in
+            y = np.unwrap(yaw_of(ref.lrot[:, 0]))
+            k = int(0.5 * ref.fps)               # the hips' heading over 0.5 s (not the stride's sway)
+            rate = np.degrees(np.abs(y[k:] - y[:-k])).max() / 0.5
+            d = down(ref)
+            ups += d == "up"
+            cells.append(f"{n:03d} {np.degrees(y[-1] - y[0]):+4.0f}° {rate:3.0f}°/s {d}")
+        print(f"  {kind:5s}: " + "; ".join(cells), flush=True)
+    print(f"  up to the end in {ups} of 24")
+    pivot = _bandai_turn("right", 4, body)
+    cells = [f"from {t:.1f} s: {down(pivot[int(t * pivot.fps):], t)}"
+             for t in (2.0, 3.0, 4.0, 4.5, 5.0)]
+    print(f"  the captured U-turn (walk-turn-right 004, {pivot.n_frames / pivot.fps:.1f} s, "
+          "the hips turn about 190° from 5.2 to 6.5 s, up to 260°/s over 0.5 s; times in the "
+          "clip): " + "; ".join(cells), flush=True)
+
+
 def live_reference() -> None:
     """``STEPPING`` on the live walking inputs retargeted from other clips' first frames."""
     import dataclasses
@@ -568,7 +626,8 @@ if __name__ == "__main__":
              "soles": soles}
     extra = {"live_headings_28": lambda: live_headings(HEADINGS_28),     # not by default
              "live_turns": lambda: live_headings(names=("figure_eight", "sharp_turns",
-                                                        "head_circle"))}
+                                                        "head_circle")),
+             "turn_clips": turn_clips}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
