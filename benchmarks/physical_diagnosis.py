@@ -37,8 +37,10 @@
   70-110°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
   ``walk-turn-right_normal_004``, whose last 2 s are a captured U-turn (the hips turn about
   190°, at up to 260°/s over 0.5 s, as the walk slows to 0.4 m/s), started at
-  several points before it: is the body up at the end, or when the head first drops below 1 m.
-  Set beside ``live_turns``: what the body can turn when its reference is a capture;
+  several points before it: is the body up at the end, or when the head first drops below 1 m;
+  and how often each reference has no foot planted by ``STEPPING``'s rule, the capture's and
+  the live sharp turns' (kinematic, heading 2 rad). Set beside ``live_turns``: what the body
+  can turn when its reference is a capture;
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -439,9 +441,31 @@ def _bandai_turn(kind: str, n: int, body):
     return resample(retarget(src, body.skeleton, name_map=names), 60.0)
 
 
-def turn_clips() -> None:
-    from physmocap.matching.trajectory import yaw_of
+def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
+    """``(F-1,)`` bool: frames of a reference (``root (F, 3)``, ``lrot (F, J, 4)``) in which
+    neither foot counts as planted by ``STEPPING``'s rule (lowest sole point below
+    ``contact_height``, ankle slower than ``plant_speed``)."""
     from physmocap.playback.balance import STEPPING
+    from physmocap.playback.character import foot_joints, leg_chains
+    from physmocap.playback.reference import sole_points
+    from physmocap.skeleton import forward_kinematics
+
+    joints, pts = sole_points(body)
+    side = np.array([0 if j in foot_joints(body)[0] else 1 for j in joints])
+    x, g = forward_kinematics(body.skeleton, lrot, root)
+    z = (x[:, joints] + quat.rotate(g[:, joints], pts))[..., 2]
+    low = np.stack([z[:, side == k].min(axis=1) for k in (0, 1)], axis=1)
+    ank = x[:, [c[2] for c in leg_chains(body)], :2]
+    speed = np.linalg.norm(np.diff(ank, axis=0), axis=-1) * fps
+    return ~((low[1:] < STEPPING.contact_height) & (speed < STEPPING.plant_speed)).any(axis=1)
+
+
+def turn_clips() -> None:
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.trajectory import load_input, yaw_of
+    from physmocap.playback.balance import STEPPING
+    from physmocap.playback.live import LivePlayback
+    from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
@@ -474,6 +498,26 @@ def turn_clips() -> None:
     print(f"  the captured U-turn (walk-turn-right 004, {pivot.n_frames / pivot.fps:.1f} s, "
           "the hips turn about 190° from 5.2 to 6.5 s, up to 260°/s over 0.5 s; times in the "
           "clip): " + "; ".join(cells), flush=True)
+    # the references' feet: the capture as ``track`` prepares it against the live sharp turns'
+    # motion-matched reference as the live loop prepares it (kinematic, heading 2 rad)
+    ref = prepared(pivot, body)
+    cap = _unplanted(body, ref.root_pos, ref.lrot, ref.fps)
+    db, feats = live_database()
+    src = load_input(_resolve("sharp_turns", "inputs", "input"))
+    lp = LivePlayback(Controller(db, feats, _turned_input(src, 2.0), start_yaw=2.0), body,
+                      "physical")
+    poses = [lp.reference_pose() for _ in range(12 * 60)]
+    lp.close()
+    live = _unplanted(body, np.array([p[0] for p in poses]), np.array([p[1] for p in poses]),
+                      60.0)
+    y = np.unwrap(yaw_of(np.array([p[1][0] for p in poses])))
+    rate = np.degrees(np.abs(y[30:] - y[:-30])).max() / 0.5
+    turn = slice(int(4.3 * 60), int(6.5 * 60))     # its first 180-degree turn (heading 2 rad)
+    print(f"  frames with no foot planted (STEPPING's rule): the captured U-turn "
+          f"{100 * cap.mean():.1f} % (from 4.8 to 7.0 s {100 * cap[int(4.8 * 60):].mean():.1f} %);"
+          f" the live sharp turns' reference (12 s, heading 2 rad; the hips turn at up to "
+          f"{rate:.0f}°/s over 0.5 s) {100 * live.mean():.1f} %, in its first turn (4.3-6.5 s) "
+          f"{100 * live[turn].mean():.1f} %", flush=True)
 
 
 def live_reference() -> None:
