@@ -499,3 +499,29 @@ def test_a_stance_foot_keeps_its_own_heading(body, band):
 def test_stance_yaw_must_be_an_angle(band):
     with pytest.raises(SettingsError, match="stance_yaw must be None"):
         BalanceSettings(drive="motors", stance_yaw=band)
+
+
+def test_stepping_follows_a_captured_u_turn(body, data_dir):
+    """``STEPPING`` on the last 2.7 s of Bandai-Namco walk-turn-right 004, a captured U-turn (the
+    hips turn about 190 degrees, at up to 260 degrees/s over 0.5 s, as the walk slows to 0.4
+    m/s): the body stays up and ends facing within 45 degrees of its reference, having turned
+    with it (``benchmarks/physical_diagnosis.py turn_clips``: up through it from 3, 4, 4.5 and
+    5 s in). The live sharp turns' motion-matched reference, which turns about as fast, still
+    puts the body down: its feet slide (``benchmarks/RESULTS.md``)."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.database import resample
+    from physmocap.matching.retarget import retarget
+    from physmocap.matching.trajectory import yaw_of
+    from physmocap.playback.balance import STEPPING
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/"
+                   "dataset-2_walk-turn-right_normal_004.bvh")
+    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
+             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
+    ref = resample(retarget(src, body.skeleton, name_map=names), 60.0)[270:]
+    res = track(ref, body, "physical", TrackingSettings(balance=True, balance_gains=STEPPING))
+    head = body.index("Head")
+    assert not res.falls and res.motion.gpos[:, head, 2].min() > 1.2
+    turn = np.unwrap(yaw_of(res.reference.lrot[:, 0]))
+    sim = np.unwrap(yaw_of(res.motion.lrot[:, 0]))
+    assert abs(turn[-1] - turn[0]) > np.radians(150.0)         # the reference turns round
+    assert abs(np.angle(np.exp(1j * (sim[-1] - turn[-1])))) < np.radians(45.0)
