@@ -525,3 +525,72 @@ def test_stepping_follows_a_captured_u_turn(body, data_dir):
     sim = np.unwrap(yaw_of(res.motion.lrot[:, 0]))
     assert abs(turn[-1] - turn[0]) > np.radians(150.0)         # the reference turns round
     assert abs(np.angle(np.exp(1j * (sim[-1] - turn[-1])))) < np.radians(45.0)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_late_swing_goes_on_through_frames_with_no_reference_foot_down(body, keep):
+    """``swing_keep``: a body whose right foot is swinging (its reference lifted it 0.25 s
+    ago) while its reference shows no foot planted for a frame (raised 6 cm, above
+    ``contact_fallback``, as the motion-matched references' sliding feet do) goes on swinging
+    that foot down to land (``STEPPING``); without it the swing is dropped and the foot left
+    to the reference's joint angles."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    J = len(body)
+    lrot = quat.identity((J,))
+    stand = np.array(body.skeleton.offsets[0], float)
+    s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING,
+                                                                         swing_keep=keep))
+    with Tracker(body, "physical", s) as tr:
+        tr.reset(stand, lrot[0], lrot)
+        for _ in range(10):                            # settle onto both feet
+            tr.step(stand, lrot[0], lrot, 1 / 60)
+        bc = tr.balance
+        hip, knee, _ = bc.chains[1]
+        lift = np.array(lrot)
+        lift[knee] = quat.from_axis_angle(bc.knee_axis, np.radians(70.0))
+        lift[hip] = quat.from_axis_angle(bc.knee_axis, np.radians(-35.0))
+        for _ in range(15):                            # the reference lifts its right foot
+            tr.step(stand, lift[0], lift, 1 / 60)
+        assert bc._last_swing == [1]
+        bc.set_reference(stand + [0.0, 0.0, 0.06], lrot[0], lrot, np.zeros(3),
+                         np.zeros((J, 3)), 1 / 60)
+        assert not bc.ref["on"].any()
+        _, wts, swing, _, _ = bc.plan(1 / 60)
+        assert wts[0] > 0 and wts[1] == 0              # on the left foot, the right in the air
+        assert swing == ([1] if keep else [])
+    assert STEPPING.swing_keep
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_recovery_step_in_the_air_lands_before_the_other_foot_lifts(body, keep):
+    """``swing_keep``: a standing body pushed forward at 0.6 m/s takes a recovery step; while
+    that foot is in the air its reference lifts the other one (the foot the body stands on).
+    With ``STEPPING`` the recovery step goes on and lands first; without ``swing_keep`` the
+    body lifts its only stance foot (seen in the live sharp turns, ``benchmarks/RESULTS.md``)."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    J = len(body)
+    root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
+    s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING,
+                                                                         swing_keep=keep))
+    with Tracker(body, "physical", s) as tr:
+        tr.reset(root, lrot[0], lrot, dt=1 / 60,
+                 next_pose=(root + np.array([0.6, 0.0, 0.0]) / 60, lrot[0], lrot))
+        bc = tr.balance
+        for _ in range(120):
+            tr.step(root, lrot[0], lrot, 1 / 60)
+            rec = bc._rec
+            if rec is not None and not tr.char.foot_loads()[0][rec]:
+                break
+        assert rec is not None and bc._rec_t < STEPPING.recover_s
+        hip, knee, _ = bc.chains[1 - rec]
+        lift = np.array(lrot)
+        lift[knee] = quat.from_axis_angle(bc.knee_axis, np.radians(70.0))
+        lift[hip] = quat.from_axis_angle(bc.knee_axis, np.radians(-35.0))
+        bc.set_reference(root, lift[0], lift, np.zeros(3), np.zeros((J, 3)), 1 / 60)
+        assert bc.ref["on"][rec] and not bc.ref["on"][1 - rec]
+        _, _, swing, _, _ = bc.plan(1 / 60)
+        assert swing == ([rec] if keep else [1 - rec])

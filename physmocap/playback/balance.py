@@ -228,6 +228,15 @@ class BalanceSettings:
             across ``contact_height``, a landed foot bouncing) is not one; counting those too,
             the looped PiG walk fell in all twelve headings (``benchmarks/playback_speed.py
             solved_12``).
+        swing_keep: a swing foot still in the air goes on and comes down (as ``swing_wait``'s
+            late swing does) while the reference shows no foot planted (its sliding feet, a
+            frame or two), and a recovery step in the air goes on when the reference lifts the
+            other foot, the one the body stands on: dropped, the swing foot was left to the
+            reference's joint angles, and the body lifted its only stance foot (the live sharp
+            turns, heading 2 rad). ``STEPPING`` on: the fully physical three-point avatar's
+            held-out clips 9 of 14 fall (10 of 14 without), the other split 10 of 15 (11), its
+            truth clips 7 of 15 (8); every other figure unchanged
+            (``benchmarks/RESULTS.md``, "Live coupling, fully physical").
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
@@ -327,6 +336,7 @@ class BalanceSettings:
     ik_kd_stand: float | None = None
     ik_kz: float = 1.0
     plan_s: float = 0.0
+    swing_keep: bool = False
 
     def __post_init__(self):
         if self.drive not in DRIVES:
@@ -369,7 +379,7 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_sp
                            hold_wait=0.15,
                            land_depth=0.01, plan_s=1.0 / 120.0,
                            recover_ref_speed=0.3, swing_wait=0.1, contact_fallback=0.035,
-                           stance_yaw=np.radians(15.0))
+                           stance_yaw=np.radians(15.0), swing_keep=True)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -580,8 +590,15 @@ class BalanceController:
             # and comes down, and the other leg stays a stance leg until it has: a lagging
             # body that lifted its stance foot on the reference's timing had no foot down.
             # Not a swing of a frame or two (a flickering reference foot, a bounce)
-            late = [sd for sd in self._last_swing if r["on"][sd] and not feet[sd]
+            # (``swing_keep``: also through frames with no reference foot planted)
+            keep = s.swing_keep and not r["on"].any()
+            late = [sd for sd in self._last_swing if (r["on"][sd] or keep) and not feet[sd]
                     and feet[1 - sd] and self._rec is None and self._swt[sd] >= s.swing_wait]
+            rc = self._rec
+            if s.swing_keep and rc is not None and not feet[rc] and feet[1 - rc] \
+                    and not r["on"][1 - rc]:
+                # a recovery step in the air lands before the foot the body stands on lifts
+                late = [rc]
             if late:
                 swing = late
         swing = self._recovery(swing, up, feet, X, com, vcom)
