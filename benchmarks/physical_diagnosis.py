@@ -34,7 +34,7 @@
   the head circle (once; a recorded head is not turned);
 * ``turn_clips``: ``STEPPING`` on the captured turning walks themselves (Bandai-Namco
   ``walk-turn-left`` / ``walk-turn-right`` 001-012: 80-115° turns, the hips turning at up to
-  70-110°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
+  70-112°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
   ``walk-turn-right_normal_004``, whose last 2 s are a captured U-turn (the hips turn about
   190°, at up to 260°/s over 0.5 s, as the walk slows to 0.4 m/s), started at
   several points before it: is the body up at the end, or when the head first drops below 1 m;
@@ -477,15 +477,15 @@ def turn_clips() -> None:
         return "up" if not len(low) else f"down at {t0 + low[0] / res.motion.fps:.2f} s"
 
     print("\nSTEPPING on the captured turning walks (Bandai-Namco walk-turn, from 0.5 s in): "
-          "turn (deg), fastest turn over 0.5 s (deg/s), up to the end or head below 1 m at (s from 0.5 "
-          "s in)")
+          "turn (deg), fastest turn over 0.5 s (deg/s), up to the end or head below 1 m at (s "
+          "from 0.5 s in)")
     ups = 0
     for kind in ("left", "right"):
         cells = []
         for n in range(1, 13):
             ref = _bandai_turn(kind, n, body)[30:]           # from 0.5 s in
             y = np.unwrap(yaw_of(ref.lrot[:, 0]))
-            k = int(0.5 * ref.fps)               # the hips' heading over 0.5 s (not the stride's sway)
+            k = int(0.5 * ref.fps)         # the hips' heading over 0.5 s, not the stride's sway
             rate = np.degrees(np.abs(y[k:] - y[:-k])).max() / 0.5
             d = down(ref)
             ups += d == "up"
