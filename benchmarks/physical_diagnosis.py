@@ -39,8 +39,10 @@
   190°, at up to 260°/s over 0.5 s, as the walk slows to 0.4 m/s), started at
   several points before it: is the body up at the end, or when the head first drops below 1 m;
   and how often each reference has no foot planted by ``STEPPING``'s rule, the capture's and
-  the live sharp turns' (kinematic, heading 2 rad). Set beside ``live_turns``: what the body
-  can turn when its reference is a capture;
+  the live sharp turns' (heading 2 rad); a picture, ``out/turn_clips.png`` (matplotlib): the
+  hips' heading of reference and body in the captured U-turn and in the live sharp turns, the
+  frames with no foot planted shaded. Set beside ``live_turns``: what the body can turn when
+  its reference is a capture;
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -471,8 +473,11 @@ def turn_clips() -> None:
     head = body.index("Head")
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
 
+    runs = {}
+
     def down(ref, t0: float = 0.0) -> str:
         res = track(ref, body, "physical", s)
+        runs[t0] = res
         low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
         return "up" if not len(low) else f"down at {t0 + low[0] / res.motion.fps:.2f} s"
 
@@ -499,15 +504,23 @@ def turn_clips() -> None:
           "the hips turn about 190° from 5.2 to 6.5 s, up to 260°/s over 0.5 s; times in the "
           "clip): " + "; ".join(cells), flush=True)
     # the references' feet: the capture as ``track`` prepares it against the live sharp turns'
-    # motion-matched reference as the live loop prepares it (kinematic, heading 2 rad)
+    # motion-matched reference as the live loop prepares it (heading 2 rad; played fully
+    # physical for the picture: the controller does not wait for the body, so its reference
+    # is the same with the body up or down)
     ref = prepared(pivot, body)
     cap = _unplanted(body, ref.root_pos, ref.lrot, ref.fps)
     db, feats = live_database()
     src = load_input(_resolve("sharp_turns", "inputs", "input"))
-    lp = LivePlayback(Controller(db, feats, _turned_input(src, 2.0), start_yaw=2.0), body,
-                      "physical")
-    poses = [lp.reference_pose() for _ in range(12 * 60)]
-    lp.close()
+    poses, sim, fall = [], [], None
+    with LivePlayback(Controller(db, feats, _turned_input(src, 2.0), start_yaw=2.0), body,
+                      "physical", s) as lp:
+        ch = lp.tracker.char
+        for i in range(12 * 60):
+            r, (_, lr), _ = lp.step()
+            poses.append(r)
+            sim.append(lr[0])
+            z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+            fall = (i + 1) / 60 if (fall is None and z < 1.0) else fall
     live = _unplanted(body, np.array([p[0] for p in poses]), np.array([p[1] for p in poses]),
                       60.0)
     y = np.unwrap(yaw_of(np.array([p[1][0] for p in poses])))
@@ -518,6 +531,56 @@ def turn_clips() -> None:
           f" the live sharp turns' reference (12 s, heading 2 rad; the hips turn at up to "
           f"{rate:.0f}°/s over 0.5 s) {100 * live.mean():.1f} %, in its first turn (4.3-6.5 s) "
           f"{100 * live[turn].mean():.1f} %", flush=True)
+    path = _plot_turns(runs[3.0], 3.0, cap[int(3.0 * pivot.fps):], y,
+                       np.unwrap(yaw_of(np.array(sim))), live, fall)
+    if path:
+        print(f"  picture: {path} (the hips' heading, reference and body, and the frames with "
+              "no foot planted)")
+
+
+def _plot_turns(res, t0: float, cap, ref_yaw, sim_yaw, live, fall) -> str | None:
+    """``out/turn_clips.png`` (matplotlib, if installed): the hips' heading of reference and
+    body over time, above for the captured U-turn tracked from ``t0`` s (``res``), below for
+    the live sharp turns (``ref_yaw``, ``sim_yaw`` ``(F,)`` rad, fully physical; ``fall`` s
+    or ``None``), the frames with no foot planted (``cap``, ``live`` ``(F-1,)`` bool) shaded."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from physmocap.io.atomic import atomic_path
+    from physmocap.matching.trajectory import yaw_of
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6))
+    rows = ((np.unwrap(yaw_of(res.reference.lrot[:, 0])), np.unwrap(yaw_of(res.motion.lrot[:, 0])),
+             cap, t0, res.motion.fps, None,
+             "captured U-turn (Bandai walk-turn-right 004), tracked from 3.0 s in"),
+            (ref_yaw, sim_yaw, live, 0.0, 60.0, fall,
+             "live sharp turns (motion-matched reference, heading 2 rad)"))
+    for ax, (ry, sy, none, start, fps, down, title) in zip(axes, rows):
+        t = start + np.arange(len(ry)) / fps
+        k = len(t) if down is None else int(round((down - start) * fps))
+        ax.plot(t, np.degrees(ry - ry[0]), label="reference hips")
+        ax.plot(t[:k], np.degrees(sy[:k] - ry[0]), label="body hips")
+        lo, hi = ax.get_ylim()
+        ax.fill_between(t[1:], lo, hi, where=none, color="tab:red", alpha=0.2, lw=0,
+                        label="reference: no foot planted")
+        if down is not None:
+            ax.axvline(down, color="k", ls="--", lw=1, label=f"head below 1 m ({down:.2f} s)")
+        ax.set_ylim(lo, hi)
+        ax.set(title=title, xlabel="s", ylabel="heading (deg, from the first frame)")
+        ax.legend(fontsize=8, loc="best")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path("out/turn_clips.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=80, format="png")
+    plt.close(fig)
+    return str(path)
 
 
 def live_reference() -> None:
