@@ -163,16 +163,20 @@ def prepared(motion, body, as_track: bool = True):
                          still_speed=still)
 
 
-def bandai_walk(n: int, body):
-    """Bandai-Namco ``dataset-2_walk_normal_{n:03d}`` retargeted onto ``body``, 60 fps."""
+def bandai_clip(stem: str, body):
+    """Bandai-Namco ``ds2_normal_locomotion/{stem}.bvh`` retargeted onto ``body``, 60 fps."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget
-    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/"
-                   f"dataset-2_walk_normal_{n:03d}.bvh")
+    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/{stem}.bvh")
     names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
              for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
     return resample(retarget(src, body.skeleton, name_map=names), 60.0)
+
+
+def bandai_walk(n: int, body):
+    """Bandai-Namco ``dataset-2_walk_normal_{n:03d}`` retargeted onto ``body``, 60 fps."""
+    return bandai_clip(f"dataset-2_walk_normal_{n:03d}", body)
 
 
 def references() -> None:
@@ -430,17 +434,11 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
 
-def _bandai_turn(kind: str, n: int, body):
-    """Bandai-Namco ``dataset-2_walk-turn-{kind}_normal_{n:03d}`` retargeted onto ``body``, 60
-    fps."""
-    from physmocap.io.bvh import read_bvh
-    from physmocap.matching.database import resample
-    from physmocap.matching.retarget import retarget
-    src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/"
-                   f"dataset-2_walk-turn-{kind}_normal_{n:03d}.bvh")
-    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
-             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
-    return resample(retarget(src, body.skeleton, name_map=names), 60.0)
+def _turn_rate(yaw: np.ndarray, fps: float) -> float:
+    """deg/s: the fastest turn of a heading ``yaw (F,)`` (rad, unwrapped) over 0.5 s (the hips'
+    heading, not the stride's sway)."""
+    k = int(0.5 * fps)
+    return float(np.degrees(np.abs(yaw[k:] - yaw[:-k])).max() / 0.5)
 
 
 def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
@@ -488,16 +486,15 @@ def turn_clips() -> None:
     for kind in ("left", "right"):
         cells = []
         for n in range(1, 13):
-            ref = _bandai_turn(kind, n, body)[30:]           # from 0.5 s in
-            y = np.unwrap(yaw_of(ref.lrot[:, 0]))
-            k = int(0.5 * ref.fps)         # the hips' heading over 0.5 s, not the stride's sway
-            rate = np.degrees(np.abs(y[k:] - y[:-k])).max() / 0.5
+            ref = bandai_clip(f"dataset-2_walk-turn-{kind}_normal_{n:03d}", body)[30:]
+            y = np.unwrap(yaw_of(ref.lrot[:, 0]))                  # from 0.5 s in
             d = down(ref)
             ups += d == "up"
-            cells.append(f"{n:03d} {np.degrees(y[-1] - y[0]):+4.0f}° {rate:3.0f}°/s {d}")
+            cells.append(f"{n:03d} {np.degrees(y[-1] - y[0]):+4.0f}° "
+                         f"{_turn_rate(y, ref.fps):3.0f}°/s {d}")
         print(f"  {kind:5s}: " + "; ".join(cells), flush=True)
     print(f"  up to the end in {ups} of 24")
-    pivot = _bandai_turn("right", 4, body)
+    pivot = bandai_clip("dataset-2_walk-turn-right_normal_004", body)
     cells = [f"from {t:.1f} s: {down(pivot[int(t * pivot.fps):], t)}"
              for t in (2.0, 3.0, 4.0, 4.5, 5.0)]
     print(f"  the captured U-turn (walk-turn-right 004, {pivot.n_frames / pivot.fps:.1f} s, "
@@ -524,7 +521,7 @@ def turn_clips() -> None:
     live = _unplanted(body, np.array([p[0] for p in poses]), np.array([p[1] for p in poses]),
                       60.0)
     y = np.unwrap(yaw_of(np.array([p[1][0] for p in poses])))
-    rate = np.degrees(np.abs(y[30:] - y[:-30])).max() / 0.5
+    rate = _turn_rate(y, 60.0)
     turn = slice(int(4.3 * 60), int(6.5 * 60))     # its first 180-degree turn (heading 2 rad)
     print(f"  frames with no foot planted (STEPPING's rule): the captured U-turn "
           f"{100 * cap.mean():.1f} % (from 4.8 to 7.0 s {100 * cap[int(4.8 * 60):].mean():.1f} %);"

@@ -17,6 +17,8 @@ from physmocap.playback.balance import DRIVES, BalanceSettings
 from physmocap.playback.reference import level_feet
 from physmocap.scene import load_body
 
+from conftest import bandai_names
+
 
 @pytest.fixture(scope="module")
 def body():
@@ -515,9 +517,7 @@ def test_stepping_follows_a_captured_u_turn(body, data_dir):
     from physmocap.playback.balance import STEPPING
     src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/"
                    "dataset-2_walk-turn-right_normal_004.bvh")
-    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
-             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
-    ref = resample(retarget(src, body.skeleton, name_map=names), 60.0)[270:]
+    ref = resample(retarget(src, body.skeleton, name_map=bandai_names(src)), 60.0)[270:]
     res = track(ref, body, "physical", TrackingSettings(balance=True, balance_gains=STEPPING))
     head = body.index("Head")
     assert not res.falls and res.motion.gpos[:, head, 2].min() > 1.2
@@ -525,6 +525,16 @@ def test_stepping_follows_a_captured_u_turn(body, data_dir):
     sim = np.unwrap(yaw_of(res.motion.lrot[:, 0]))
     assert abs(turn[-1] - turn[0]) > np.radians(150.0)         # the reference turns round
     assert abs(np.angle(np.exp(1j * (sim[-1] - turn[-1])))) < np.radians(45.0)
+
+
+def _leg_lifted(bc, lrot: np.ndarray, side: int) -> np.ndarray:
+    """``lrot (J, 4)`` with leg ``side``'s knee bent 70 degrees and its hip 35 (the foot well
+    off the floor)."""
+    hip, knee, _ = bc.chains[side]
+    lift = np.array(lrot)
+    lift[knee] = quat.from_axis_angle(bc.knee_axis, np.radians(70.0))
+    lift[hip] = quat.from_axis_angle(bc.knee_axis, np.radians(-35.0))
+    return lift
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -547,10 +557,7 @@ def test_a_late_swing_goes_on_through_frames_with_no_reference_foot_down(body, k
         for _ in range(10):                            # settle onto both feet
             tr.step(stand, lrot[0], lrot, 1 / 60)
         bc = tr.balance
-        hip, knee, _ = bc.chains[1]
-        lift = np.array(lrot)
-        lift[knee] = quat.from_axis_angle(bc.knee_axis, np.radians(70.0))
-        lift[hip] = quat.from_axis_angle(bc.knee_axis, np.radians(-35.0))
+        lift = _leg_lifted(bc, lrot, 1)
         for _ in range(15):                            # the reference lifts its right foot
             tr.step(stand, lift[0], lift, 1 / 60)
         assert bc._last_swing == [1]
@@ -586,10 +593,7 @@ def test_a_recovery_step_in_the_air_lands_before_the_other_foot_lifts(body, keep
             if rec is not None and not tr.char.foot_loads()[0][rec]:
                 break
         assert rec is not None and bc._rec_t < STEPPING.recover_s
-        hip, knee, _ = bc.chains[1 - rec]
-        lift = np.array(lrot)
-        lift[knee] = quat.from_axis_angle(bc.knee_axis, np.radians(70.0))
-        lift[hip] = quat.from_axis_angle(bc.knee_axis, np.radians(-35.0))
+        lift = _leg_lifted(bc, lrot, 1 - rec)
         bc.set_reference(root, lift[0], lift, np.zeros(3), np.zeros((J, 3)), 1 / 60)
         assert bc.ref["on"][rec] and not bc.ref["on"][1 - rec]
         _, _, swing, _, _ = bc.plan(1 / 60)

@@ -15,18 +15,12 @@ from physmocap.playback.reference import (StanceFloor, SwingLift, close_cycle, g
                                           walk_cycle)
 from physmocap.scene import load_body
 
-from conftest import WALK_001
+from conftest import WALK_001, bandai_names
 
 
 @pytest.fixture(scope="module")
 def body():
     return load_body()
-
-
-def bandai_names(src):
-    """Bandai-Namco joint names (``UpperLeg_L``) -> HumanBodyBones (``LeftUpperLeg``)."""
-    return {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
-            for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
 
 
 def _sole_frame(body):
