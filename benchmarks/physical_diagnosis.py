@@ -5,7 +5,7 @@
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
-                                                                         (not by default)
+                                            [live_stands]                (not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -43,6 +43,11 @@
   hips' heading of reference and body in the captured U-turn and in the live sharp turns, the
   frames with no foot planted shaded. Set beside ``live_turns``: what the body can turn when
   its reference is a capture;
+* ``live_stands``: what the live reference (the motion-matching controller alone, kinematic)
+  does while the stop and go and the head circle stand (desired velocity zero for 1 s or
+  more): its hips' speed, its root's distance from the simulation object, the database frames
+  it plays and how fast its feet labelled in contact slide; and how many database frames stand
+  at all (a few seconds);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -434,6 +439,51 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
 
 
+def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> None:
+    """What the live reference does when its input stands (the motion-matching controller alone,
+    kinematic, heading 0, ``seconds`` s): how many database frames stand (root slower than
+    0.15 m/s); over the frames whose desired velocity has been zero for at least 1 s, the
+    reference's median hips speed, its root's distance from the simulation object, the
+    database clips and frames it plays, and how fast its feet labelled in contact slide."""
+    from physmocap.matching.controller import Controller, run_controller
+    from physmocap.matching.trajectory import load_input
+    from physmocap.scene import _resolve
+    from physmocap.skeleton import forward_kinematics
+
+    db, feats = live_database()
+    v = np.linalg.norm(np.asarray(db.lvel)[:, 0, :2], axis=-1)
+    print(f"\nlive database: {int((v < 0.15).sum())} of {len(v)} frames with the root slower "
+          "than 0.15 m/s")
+    for name in names:
+        ctrl = Controller(db, feats, _turned_input(load_input(_resolve(name, "inputs",
+                                                                       "input")), 0.0))
+        motion, rec = run_controller(ctrl, seconds)
+        x, _ = forward_kinematics(motion.skeleton, motion.lrot, motion.root_pos)
+        fps = motion.fps
+        still = np.linalg.norm(np.asarray(rec.desired_vel)[:, :2], axis=-1) < 1e-9
+        # frames standing for at least 1 s (a stop needs that long to settle)
+        run = np.zeros(len(still), int)
+        for i in range(len(still)):
+            run[i] = (run[i - 1] + 1 if i else 1) if still[i] else 0
+        st = np.flatnonzero(run[1:] >= fps) + 1
+        if not len(st):
+            print(f"  {name:12s} never stands 1 s")
+            continue
+        hips = np.linalg.norm(np.diff(x[:, 0, :2], axis=0), axis=-1) * fps
+        dist = np.linalg.norm(np.asarray(rec.root_pos)[:, :2] - np.asarray(rec.sim_pos)[:, :2],
+                              axis=-1)
+        feet = [motion.skeleton.index(str(n)) for n in db.contact_joints]
+        fv = np.linalg.norm(np.diff(x[:, feet, :2], axis=0), axis=-1) * fps     # (F-1, 2)
+        con = np.asarray(rec.contacts)[1:]
+        frames = np.asarray(rec.frame)[st]
+        clips = sorted({db.clip_names[db.clip_index(int(f))] for f in frames})
+        print(f"  {name:12s} {len(st) / fps:.1f} s standing: hips {np.median(hips[st - 1]):.2f} "
+              f"m/s median ({np.percentile(hips[st - 1], 90):.2f} 90th percentile), root "
+              f"{np.median(dist[st]):.2f} m from the simulation object, feet in contact "
+              f"sliding {np.median(fv[st - 1][con[st - 1]]):.2f} m/s median; frames "
+              f"{frames.min()}-{frames.max()} of {', '.join(clips)}")
+
+
 def _turn_rate(yaw: np.ndarray, fps: float) -> float:
     """deg/s: the fastest turn of a heading ``yaw (F,)`` (rad, unwrapped) over 0.5 s (the hips'
     heading, not the stride's sway)."""
@@ -731,7 +781,7 @@ if __name__ == "__main__":
     extra = {"live_headings_28": lambda: live_headings(HEADINGS_28),     # not by default
              "live_turns": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                         "head_circle")),
-             "turn_clips": turn_clips}
+             "turn_clips": turn_clips, "live_stands": live_stands}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
