@@ -10,7 +10,7 @@ from physmocap.io.bvh import read_bvh
 from physmocap.matching import metrics
 from physmocap.matching.controller import (Controller, ControllerSettings, output_skeleton,
                                            run_controller)
-from physmocap.matching.database import build_database
+from physmocap.matching.database import build_database, standing_clip
 from physmocap.matching.features import compute_features
 from physmocap.matching.trajectory import Joystick, PathFollower, load_input
 
@@ -84,6 +84,32 @@ def test_metrics_definitions():
                        [2.0, 5.0])
     v = np.tile([1.0, 0.0, 0.0], (60, 1))
     assert np.allclose(metrics.intended_path([0, 0, 0], v, 1 / 60)[-1], [1.0, 0.0])
+
+
+def test_a_standing_clip_lets_the_character_stop(small_db, data_dir):
+    """The benchmarks' 20 walks and runs never stand: when the stick is let go the character
+    plays walking frames held near the simulation object by the clamp, and its feet slide
+    (measured: hips 0.10 m/s, feet in contact 0.20 m/s, ``physical_diagnosis.py
+    live_stands``). With walk_normal_001's first frame held 3 s added, it stands still."""
+    db, feats = small_db
+    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
+    src = read_bvh(folder / "dataset-2_walk_normal_001.bvh")
+    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    sdb = build_database([read_bvh(f) for f in files] + [standing_clip(src, 0, 3.0)],
+                         names=[f.stem for f in files] + ["stand"], fps=60)
+    stick = Joystick.from_keys([(0.0, 0.0, 1.0, False), (2.0, 0.0, 0.0, False)],
+                               walk_speeds=(1.15, 1.0, 0.9))
+    late = slice(int(3.5 * 60), None)              # 1.5 s after the stick is let go
+    speeds = []
+    for d, f in ((db, feats), (sdb, compute_features(sdb))):
+        motion, rec = run_controller(Controller(d, f, stick), 5.0)
+        hips = np.linalg.norm(np.diff(motion.gpos[:, 0, :2], axis=0), axis=-1) * 60
+        speeds.append(float(np.median(hips[late])))
+        if d is sdb:
+            frames = np.asarray(rec.frame)[late]
+            assert all(d.clip_names[d.clip_index(int(k))] == "stand" for k in frames)
+    print("hips speed standing without / with the standing clip:", speeds)
+    assert speeds[0] > 0.03 and speeds[1] < 1e-3
 
 
 def test_cli_build_and_run(data_dir, tmp_path, project_root, capsys):

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from physmocap import quat
-from physmocap.errors import FileFormatError, ShapeError, UnknownNameError
+from physmocap.errors import FileFormatError, SettingsError, ShapeError, UnknownNameError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.database import (SIM_ROOT, PoseDatabase, build_database, load_database,
-                                         mirror_names, resample, save_database, tags_from_name)
+                                         mirror_names, resample, save_database, standing_clip,
+                                         tags_from_name)
 from physmocap.motion import Motion
 from physmocap.skeleton import Skeleton
 
@@ -420,3 +421,30 @@ def test_build_memory_does_not_grow_beyond_the_arrays(data_dir):
     assert a_big > 3.5 * a_small
     # measured: +0 MB (this build) against +0.3x the added arrays (pieces + concatenation)
     assert big - small < 0.1 * (a_big - a_small), (small, big, a_small, a_big)
+
+
+# --- standing clip ---------------------------------------------------------------------------
+
+def test_standing_clip_holds_one_frame_still(bandai10):
+    m = bandai10[3]
+    k = 5
+    st = standing_clip(m, k, seconds=2.0)
+    assert st.fps == m.fps and st.n_frames == int(round(2.0 * m.fps)) + 1
+    assert np.array_equal(st.root_pos, np.repeat(m.root_pos[k:k + 1], st.n_frames, 0))
+    assert np.array_equal(st.lrot, np.repeat(m.lrot[k:k + 1], st.n_frames, 0))
+    assert st.skeleton is m.skeleton and st.meta["held_frame"] == k
+    # in a database it stands: no joint moves
+    db = build_database([m, st], names=["walk", "stand"], fps=60.0)
+    sl = db.clip_slice(1)
+    assert np.abs(db.lvel[sl]).max() < 1e-9 and np.abs(db.lang[sl]).max() < 1e-9
+
+
+def test_standing_clip_errors(bandai10):
+    m = bandai10[0]
+    n = m.n_frames
+    for frame in (-1, n, 1.0, True, "0"):
+        with pytest.raises(SettingsError, match="frame must be a frame index"):
+            standing_clip(m, frame)
+    for seconds in (0.0, -1.0, float("nan"), float("inf"), True, 0.5 / m.fps):
+        with pytest.raises(SettingsError, match="seconds must be a duration"):
+            standing_clip(m, 0, seconds)

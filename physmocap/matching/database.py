@@ -27,13 +27,14 @@ import numpy as np
 from .. import quat
 from .._arrays import frozen
 from ..conventions import UP
-from ..errors import FileFormatError, ShapeError, UnknownNameError, known_list
+from ..errors import (FileFormatError, SettingsError, ShapeError, UnknownNameError,
+                      bad_number, known_list)
 from ..motion import Motion
 from ..skeleton import Skeleton
 
 __all__ = [
     "PoseDatabase", "build_database", "save_database", "load_database", "resample",
-    "mirror_motion", "mirror_names", "find_joint", "tags_from_name", "SIM_ROOT",
+    "standing_clip", "mirror_motion", "mirror_names", "find_joint", "tags_from_name", "SIM_ROOT",
     "FOOT_NAMES", "TOE_NAMES",
 ]
 
@@ -370,6 +371,31 @@ def resample(motion: Motion, fps: float) -> Motion:
     root = rp[i0] + (rp[i0 + 1] - rp[i0]) * a[:, None]
     rot = quat.slerp(lrot[i0], lrot[i0 + 1], np.broadcast_to(a[:, None], lrot[i0].shape[:2]))
     return Motion(motion.skeleton, fps, root, rot, {**motion.meta, "resampled_from": motion.fps})
+
+
+def standing_clip(motion: Motion, frame: int = 0, seconds: float = 3.0) -> Motion:
+    """Frame ``frame`` of ``motion`` held still for ``seconds`` s (at ``motion.fps``): a
+    standing clip for a database whose captures never stand.
+
+    Motion matching can only stop where its database stands. Without a standing frame a
+    character whose input stops keeps playing walking frames, its root held near the
+    simulation object by the clamp: it rocks and its planted feet slide (the benchmarks' 20
+    Bandai-Namco walks and runs: 5 of 6936 frames slower than 0.15 m/s; standing, the
+    reference's feet in contact slid at 0.20 m/s, ``benchmarks/physical_diagnosis.py
+    live_stands``). Pick a frame with both feet planted, e.g. the first of a walk that starts
+    from standing.
+    """
+    n = motion.n_frames
+    if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)) or not 0 <= frame < n:
+        raise SettingsError(f"standing_clip: frame must be a frame index 0..{n - 1}, got "
+                            f"{frame!r}")
+    if bad_number(seconds, positive=True) or seconds * motion.fps < 1:
+        raise SettingsError(f"standing_clip: seconds must be a duration of at least one frame "
+                            f"(>= {1 / motion.fps:.3g} s), got {seconds!r}")
+    k = int(round(seconds * motion.fps)) + 1
+    return Motion(motion.skeleton, motion.fps, np.repeat(motion.root_pos[frame:frame + 1], k, 0),
+                  np.repeat(motion.lrot[frame:frame + 1], k, 0),
+                  {**motion.meta, "held_frame": int(frame)})
 
 
 def _signed_perms() -> np.ndarray:
