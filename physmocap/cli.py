@@ -8,6 +8,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import warnings
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PhysmocapError
+from .errors import PhysmocapError, SettingsError
 
 EXAMPLES = {
     "solve": "physmocap solve walk.c3d -o walk.bvh --report walk.json\n"
@@ -395,9 +396,19 @@ def _bvh_files(paths) -> list[Path]:
     return files
 
 
+def _stand_arg(text: str) -> tuple[Path, int]:
+    """``CLIP.bvh[:FRAME]`` of ``mm build --stand``: the clip and its frame (default 0)."""
+    m = re.fullmatch(r"(.+?)(?::(\d+))?", text)
+    path, frame = Path(m.group(1)), int(m.group(2) or 0)
+    if path.suffix.lower() != ".bvh":
+        raise SettingsError(f"--stand takes CLIP.bvh or CLIP.bvh:FRAME (a frame index >= 0), "
+                            f"got {text!r}")
+    return path, frame
+
+
 def cmd_mm_build(args) -> int:
     from .io.bvh import read_bvh
-    from .matching.database import build_database, save_database
+    from .matching.database import build_database, save_database, standing_clip
     from .progress import Progress
 
     files = _bvh_files(args.clips)
@@ -407,11 +418,24 @@ def cmd_mm_build(args) -> int:
     for i, f in enumerate(files):
         motions.append(read_bvh(f, unit=args.unit))
         prog("read", i + 1, len(files))
-    db = build_database(motions, names=[f.stem for f in files], fps=args.fps, mirror=args.mirror)
+    names = [f.stem for f in files]
+    if args.stand is not None:
+        # motion matching stops only where its database stands: without a standing clip a
+        # character whose input stops plays walking frames clamped in place, feet sliding
+        path, frame = _stand_arg(args.stand)
+        src = motions[files.index(path)] if path in files else read_bvh(path, unit=args.unit)
+        try:
+            motions.append(standing_clip(src, frame))
+        except SettingsError as e:
+            raise SettingsError("--stand: " + e.reason.removeprefix("standing_clip: "), path) \
+                from None
+        names.append("stand")
+    db = build_database(motions, names=names, fps=args.fps, mirror=args.mirror)
     save_database(db, args.output)
     if not args.quiet:
         print(f"wrote {args.output}: {db.n_frames} frames ({db.n_frames / db.fps:.0f} s at "
-              f"{db.fps:g} fps) from {len(files)} clips{' + mirrors' if args.mirror else ''}, "
+              f"{db.fps:g} fps) from {len(files)} clips{' + mirrors' if args.mirror else ''}"
+              f"{' + a standing clip' if args.stand is not None else ''}, "
               f"{len(db.names) - 1} joints, tags: {', '.join(sorted(db.tags)) or 'none'}")
     return 0
 
@@ -879,6 +903,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--fps", type=float, default=60.0, help="database rate (default 60)")
     sp.add_argument("--mirror", action="store_true", help="add mirrored copies of every clip")
     sp.add_argument("--unit", help="BVH length unit (default: inferred per file)")
+    sp.add_argument("--stand", metavar="CLIP.bvh[:FRAME]",
+                    help="add a standing clip: frame FRAME (default 0) of CLIP held still 3 s, "
+                         "for clips that never stand (without one the character cannot stop: "
+                         "it walks in place, its feet sliding)")
 
     sp = add_mm("run", cmd_mm_run, "drive a character with an input scene")
     sp.add_argument("database", help="database from 'physmocap mm build'")

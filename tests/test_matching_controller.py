@@ -133,6 +133,30 @@ def test_cli_build_and_run(data_dir, tmp_path, project_root, capsys):
                  str(tmp_path / "x.bvh")]) == 1
 
 
+def test_cli_build_with_a_standing_clip(data_dir, tmp_path, capsys):
+    from physmocap.cli import main
+    from physmocap.matching.database import load_database
+
+    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
+    clips = [str(f) for f in sorted(folder.glob("*walk_normal_00[1-2].bvh"))]
+    out = tmp_path / "db.npz"
+    assert main(["mm", "build", *clips, "-o", str(out), "--stand", clips[0] + ":12", "-q"]) == 0
+    db = load_database(out)
+    assert db.clip_names[-1] == "stand" and "stand" in db.tags
+    sl = db.clip_slice(db.n_clips - 1)
+    assert (sl.stop - sl.start) == 3 * 60 + 1 and np.abs(db.lvel[sl]).max() < 1e-9
+    capsys.readouterr()
+    # bad input: one line naming the option and what it takes, exit status 1, nothing written
+    for stand, msg in ((clips[0] + ":99999", "--stand: frame must be a frame index 0..272"),
+                       (clips[0] + ":x", "--stand takes CLIP.bvh or CLIP.bvh:FRAME"),
+                       (str(tmp_path / "missing.bvh"), "missing.bvh: cannot read")):
+        bad = tmp_path / "bad.npz"
+        assert main(["mm", "build", *clips, "-o", str(bad), "--stand", stand, "-q"]) == 1
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1, err
+        assert not bad.exists()
+
+
 def test_cli_input_by_shipped_name_and_unknown_name(small_db, tmp_path, capsys):
     from physmocap.cli import main
     from physmocap.matching.database import save_database
