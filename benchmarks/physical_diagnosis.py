@@ -444,16 +444,23 @@ def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> 
     kinematic, heading 0, ``seconds`` s): how many database frames stand (root slower than
     0.15 m/s); over the frames whose desired velocity has been zero for at least 1 s, the
     reference's median hips speed, its root's distance from the simulation object, the
-    database clips and frames it plays, and how fast its feet labelled in contact slide."""
+    database clips and frames it plays, and how fast its feet labelled in contact slide; on the
+    benchmarks' database, then with a standing clip added (``live_database(stand=True)``)."""
+    for stand in (False, True):
+        db, feats = live_database(stand)
+        v = np.linalg.norm(np.asarray(db.lvel)[:, 0, :2], axis=-1)
+        print(f"\nlive database{' + standing clip (mm build --stand)' if stand else ''}: "
+              f"{int((v < 0.15).sum())} of {len(v)} frames with the root slower than 0.15 m/s")
+        _stands(db, feats, names, seconds)
+
+
+def _stands(db, feats, names, seconds: float) -> None:
+    """``live_stands`` on one database."""
     from physmocap.matching.controller import Controller, run_controller
     from physmocap.matching.trajectory import load_input
     from physmocap.scene import _resolve
     from physmocap.skeleton import forward_kinematics
 
-    db, feats = live_database()
-    v = np.linalg.norm(np.asarray(db.lvel)[:, 0, :2], axis=-1)
-    print(f"\nlive database: {int((v < 0.15).sum())} of {len(v)} frames with the root slower "
-          "than 0.15 m/s")
     for name in names:
         ctrl = Controller(db, feats, _turned_input(load_input(_resolve(name, "inputs",
                                                                        "input")), 0.0))
