@@ -32,8 +32,11 @@ def median_time(fn, repeats: int) -> tuple[float, list[float]]:
 
 def live_database(stand: bool = False):
     """The live benchmarks' motion-matching database: Bandai-Namco ``ds2_normal_locomotion``
-    walks 001-006 and runs 001-002 (20 clips) at 60 fps, and its features. ``stand``: plus
-    ``walk_normal_001``'s first frame held 3 s, clip ``"stand"`` (last; ``mm build --stand``)."""
+    walks 001-006 and runs 001-002 (20 clips) at 60 fps, and its features; ``stand``: and
+    ``walk_normal_001``'s first frame held 3 s, clip ``"stand"`` (last; ``mm build --stand``):
+    the 20 clips never stand, and without it a reference asked to stop walks in place
+    (``physical_diagnosis.py live_stands``). The fully physical live inputs
+    (``physical_diagnosis.py live_headings``, ``live_turns``) are measured with it."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.database import build_database, standing_clip
     from physmocap.matching.features import compute_features

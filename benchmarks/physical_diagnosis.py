@@ -386,7 +386,8 @@ def _turned_input(src, yaw: float):
 
 def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
                   names=("straight_walk", "stop_and_go")) -> None:
-    """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad): when the
+    """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad), on the
+    live database with its standing clip (``live_database(stand=True)``): when the
     head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
     go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
     rest: < 0.1). A recorded head (``head_circle``) is played once, not turned, also for 20 s:
@@ -399,7 +400,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
 
     body = load_body()
     head = body.index("Head")
-    db, feats = live_database()
+    db, feats = live_database(stand=True)      # the 20 clips never stand
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
           + ", ".join(f"{y:.1f}" for y in yaws)
@@ -445,11 +446,12 @@ def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> 
     0.15 m/s); over the frames whose desired velocity has been zero for at least 1 s, the
     reference's median hips speed, its root's distance from the simulation object, the
     database clips and frames it plays, and how fast its feet labelled in contact slide; on the
-    benchmarks' database, then with a standing clip added (``live_database(stand=True)``)."""
+    20 clips alone, then with the standing clip (``live_database(stand=True)``, as
+    ``live_headings``)."""
     for stand in (False, True):
         db, feats = live_database(stand)
         v = np.linalg.norm(np.asarray(db.lvel)[:, 0, :2], axis=-1)
-        print(f"\nlive database{' + standing clip (mm build --stand)' if stand else ''}: "
+        print(f"\nlive database{' (20 clips + standing clip)' if stand else ', 20 clips alone'}: "
               f"{int((v < 0.15).sum())} of {len(v)} frames with the root slower than 0.15 m/s")
         _stands(db, feats, names, seconds)
 

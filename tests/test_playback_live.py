@@ -10,19 +10,25 @@ from physmocap import quat
 from physmocap.errors import SettingsError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.controller import Controller
-from physmocap.matching.database import build_database, save_database
+from physmocap.matching.database import build_database, save_database, standing_clip
 from physmocap.matching.features import compute_features
 from physmocap.matching.trajectory import Joystick, load_input
 from physmocap.playback import LivePlayback, run_live
 from physmocap.playback.live import standing_frame
 
 
-def _bandai_db(data_dir, *patterns):
+def _bandai_db(data_dir, *patterns, stand: bool = False):
     """A 60 fps database of the Bandai-Namco locomotion clips matching ``patterns`` (each
-    pattern's files in name order), and its features."""
+    pattern's files in name order), and its features; ``stand``: plus walk_normal_001's first
+    frame held 3 s (``standing_clip``, last, as ``benchmarks/_common.live_database``)."""
     folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
     files = [f for pat in patterns for f in sorted(folder.glob(pat))]
-    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
+    motions = [read_bvh(f) for f in files]
+    names = [f.stem for f in files]
+    if stand:
+        motions.append(standing_clip(read_bvh(folder / "dataset-2_walk_normal_001.bvh"), 0, 3.0))
+        names.append("stand")
+    db = build_database(motions, names=names, fps=60)
     return db, compute_features(db)
 
 
@@ -331,8 +337,50 @@ def test_stepping_stops_and_goes_on_its_feet(walk_db, project_root):
 @pytest.fixture(scope="module")
 def live_db(data_dir):
     """The benchmarks' live database: Bandai-Namco walks (and turning walks) 001-006 and runs
-    001-002, 20 clips (``benchmarks/_common.live_database``)."""
-    return _bandai_db(data_dir, "*walk*_00[1-6].bvh", "*run*_00[1-2].bvh")
+    001-002, 20 clips, and a standing clip (``benchmarks/_common.live_database``)."""
+    return _bandai_db(data_dir, "*walk*_00[1-6].bvh", "*run*_00[1-2].bvh", stand=True)
+
+
+def test_stepping_stands_still_in_the_stands(live_db, project_root):
+    """Issue 5, mode (b), stopping: the live stop and go on the benchmarks' database, whose
+    standing clip lets the reference stand (without one it walks in place, its feet sliding:
+    ``physical_diagnosis.py live_stands``), fully physical with ``STEPPING``: upright for 20 s
+    and at rest at the end of each stand (measured 0.03 / 0.07 m/s; on the database without
+    the standing clip the body stepped in place, 0.2-0.3 m/s). With the motors stiffened on a
+    standing reference (``stiff_kp`` 1, ``STEPPING`` until the standing clip) the body could
+    not walk off from a stand: down in 9 of 28 headings, 7 of them 1.4-1.8 s after the stick
+    was pushed again (``benchmarks/RESULTS.md``); here (heading 0) down at 9.1 s."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    head, _ = _stop_and_go(live_db, project_root, 12.0, dataclasses.replace(STEPPING,
+                                                                           stiff_kp=1.0), 0.0)
+    print("stiff: head below 1 m at", np.argmax(head < 1.0) / 60 if head.min() < 1 else None)
+    assert head.min() < 1.0
+    head, speed = _stop_and_go(live_db, project_root, 20.0, STEPPING, 0.0)
+    t = np.arange(1, len(head) + 1) / 60
+    late = [(t > 5.0) & (t < 6.0), (t > 11.0) & (t < 12.0)]      # the end of each stand
+    ends = [float(speed[k].mean()) for k in late]
+    print("head min", head.min(), "; body speed at the end of each stand", ends)
+    assert head.min() > 1.3 and max(ends) < 0.15
+
+
+def test_stepping_walks_the_head_circle_and_stops(live_db, project_root):
+    """Issue 5, mode (b): the recorded head walking a 3 m circle for 12 s, then standing,
+    fully physical with ``STEPPING`` on the benchmarks' database: upright for 20 s. Without
+    the standing clip the reference, asked to stop at the recording's end, played walking
+    frames dragged by the clamp (its hips sped up again to 0.89 m/s) and the body fell at
+    13.4 s (``benchmarks/RESULTS.md``, "Live coupling, fully physical")."""
+    from physmocap.playback import TrackingSettings
+    from physmocap.playback.balance import STEPPING
+    db, feats = live_db
+    src = load_input(project_root / "scenes/inputs/head_circle.toml")
+    res = run_live(Controller(db, feats, src), 20.0, mode="physical",
+                   settings=TrackingSettings(balance=True, balance_gains=STEPPING))
+    m = res.result.motion
+    head = m.gpos[:, list(m.skeleton.names).index("Head"), 2]
+    print("head min", head.min(), "falls", res.report()["falls"])
+    assert head.min() > 1.3 and not res.report()["falls"]
 
 
 def test_stepping_walks_the_figure_eight(live_db, project_root):

@@ -166,8 +166,13 @@ class BalanceSettings:
             ``benchmarks/physical_diagnosis.py anatomy``);
             ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
         stiff_kp, stand_s: > 0: the motors' position gain once the reference has stood on both
-            feet for ``stand_s`` s (compliant motors let a standing body sag at the knees and
-            fall backward within 4 s).
+            feet for ``stand_s`` s (0: off). Added when compliant motors let a standing body
+            sag at the knees and fall backward within 4 s; ``STEPPING`` had 1 until its
+            references could stand (a standing clip in the live database): a body at rest on
+            stiff motors then could not walk off again when its reference did (the live stop
+            and go down in 9 of 28 headings, 7 of them 1.4-1.8 s after the stick was pushed
+            again; 28 of 28 without; ``benchmarks/physical_diagnosis.py live_headings_28``).
+            ``stand_s`` also times ``ik_kd_stand``.
         down: 0..1, no balance feedback while the centre of mass is below this fraction of
             the reference's height (the body is down).
         plant_speed: m/s; > 0: a reference foot is on the floor only while its ankle also
@@ -369,7 +374,7 @@ DRIVES = ("torque", "motors")
 # step, a narrow peak: over the live stop and go's 28 headings, planned once per frame (18
 # up 20 s), a recovery step 0 / 0.02 / 0.029 / 0.04 / 0.06 m short is up in 6 / 8 / 17 / 19
 # / 4 (README, "Measured").
-STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, stiff_kp=1.0, plant_speed=1.0,
+STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, plant_speed=1.0,
                            swing_ik=True, level_swing=True, clearance=0.03, touchdown=True,
                            leg_ik=True, flat_stance=True, capture=True, capture_forward=-0.03,
                            capture_blend=0.15,
@@ -962,9 +967,10 @@ class BalanceController:
                 a = chain[2]
                 forces[a - 1] = wts[sd] * self.M * self.g * self.s.ankle_lever + \
                     (1 - wts[sd]) * self.max_torque[a]
-            # compliant while the reference steps (stiff legs make every landing an impact),
-            # stiff once it has stood ``stand_s`` (compliant ones let a standing body sag)
-            # (and compliant through a recovery step, which lands like any other)
+            # compliant while the reference steps (stiff legs make every landing an impact);
+            # ``stiff_kp``: stiff once it has stood ``stand_s`` (``STEPPING``: never, a body
+            # on stiff motors could not walk off from a stand), compliant through a recovery
+            # step, which lands like any other
             kp = self.s.stiff_kp if (self.s.stiff_kp > 0 and self._both >= self.s.stand_s
                                      and self._rec is None) else self.s.motor_kp
             gains = np.full(self.J, kp)
