@@ -66,27 +66,24 @@ moving, to its recovery steps; each option removes one measured way they failed
 
 Measured (README, "Measured"; ``benchmarks/playback_speed.py``, ``physical_diagnosis.py``):
 with ``STEPPING`` the demo walk looped to 20 s walks without a fall, started at the clip's
-first frame; the live straight walk (from standing, its reference's feet level and grounded
-by its still feet) walks 20 s without a fall in each of 28 headings (12.4-12.5 of the
-reference's 23.8 m in the six of ``physical_diagnosis.py live_headings``; before the velocity
-term: down at 1.5-2.5 s); the live stop and go is up 20 s in each of 28 headings too
-(18 of 28 with the motors' targets planned once per 60 Hz frame, ``plan_s``; 7 of 28 before
-the 0.15 s ``capture_blend``), walking 4.6-5.6 of its reference's 7.3 m (it walks slower than
-its reference; before ``recover_hold`` it walked on through the stands and made up the
-distance, 7.4-7.6 m), but it does not come to rest: it steps in place, 0.2-0.3 m/s at the end
-of each 3 s stand (0.3-0.4 before ``recover_hold``), drifting on at about 0.1 m/s (0.3) (until
-2026-12-01 these were measured on a live reference whose right foot stood 43 deg toes up:
-straight walk 12.2-13.9 m, stop and go 3 of 6); the Bandai-Namco walk stays up its 9.1 s
+first frame; on the live database with its standing clip (``physical_diagnosis.py
+live_headings``) the live straight walk (from standing, its reference's feet level and
+grounded by its still feet) walks 20 s without a fall in each of 28 headings (11.4-12.0 of the
+reference's 23.8 m; before the velocity term: down at 1.5-2.5 s); the live stop and go is up
+20 s in 28 of 28 headings and comes to rest in its stands (0.0-0.1 m/s at the end of each 3 s
+stand; without the standing clip its reference walked in place and so did the body, 0.2-0.3
+m/s; with the standing clip and ``stiff_kp``, 9 of 28 fell walking off from a stand); it
+walks slower than its reference (3.5-3.7 of 7.2 m); the Bandai-Namco walk stays up its 9.1 s
 (down at 3.0 s before ``track`` levelled the reference's planted soles and grounded it by its
 still feet: ``TrackingSettings.flat_planted``, ``ground_still``); the solved PiG and CMU 02_01
 walks' gait cycles looped to 20 s (``reference.close_cycle``) stay up in each of twelve headings
 (02_01 fell in all twelve before ``swing_wait`` and the closed seam; ``benchmarks/
 playback_speed.py solved_12``); the live figure eight is up 20 s in 6 of 6 headings (3 of 6
-before ``stance_yaw``). The sharp turns fall in all six (down at 5.2-9.6 s, in or after a 180°
-turn the reference spins on sliding feet) and the head circle at 13.4 s (1.4 s after its
-12 s recording ends, as its reference stops)
-(``physical_diagnosis.py live_turns``). A reference paced by the body
-(``live.LivePlayback`` ``follow``, ``speed_margin``) changes nothing robustly. Without
+before ``stance_yaw``), the head circle 20 s (its 12 s recording, then standing; down at 13.4 s
+without the standing clip). The sharp turns fall in all six (down at 5.3-9.6 s, in or after a
+180° turn the reference spins on sliding feet) (``physical_diagnosis.py live_turns``). A
+reference paced by the body (``live.LivePlayback`` ``follow``, ``speed_margin``) changes
+nothing robustly. Without
 stepping, neither drive keeps the body up longer than 1.4-3 s on any walking reference, as
 without balance feedback.
 """
