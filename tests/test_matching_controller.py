@@ -15,10 +15,15 @@ from physmocap.matching.features import compute_features
 from physmocap.matching.trajectory import Joystick, PathFollower, load_input
 
 
+def _small_files(data_dir):
+    """The benchmarks' live clips: Bandai-Namco walks (and turning walks) 001-006, runs 001-002."""
+    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
+    return sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+
+
 @pytest.fixture(scope="module")
 def small_db(data_dir):
-    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    files = _small_files(data_dir)
     db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=60)
     return db, compute_features(db)
 
@@ -92,9 +97,9 @@ def test_a_standing_clip_lets_the_character_stop(small_db, data_dir):
     (measured: hips 0.10 m/s, feet in contact 0.20 m/s, ``physical_diagnosis.py
     live_stands``). With walk_normal_001's first frame held 3 s added, it stands still."""
     db, feats = small_db
-    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
-    src = read_bvh(folder / "dataset-2_walk_normal_001.bvh")
-    files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/"
+                   "dataset-2_walk_normal_001.bvh")
+    files = _small_files(data_dir)
     sdb = build_database([read_bvh(f) for f in files] + [standing_clip(src, 0, 3.0)],
                          names=[f.stem for f in files] + ["stand"], fps=60)
     stick = Joystick.from_keys([(0.0, 0.0, 1.0, False), (2.0, 0.0, 0.0, False)],

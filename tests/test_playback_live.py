@@ -311,9 +311,12 @@ def test_stepping_stops_and_goes_on_its_feet(walk_db, project_root):
     short of the capture point, left hovering above the floor; a planted foot off the floor
     left to the reference's angles; the motors' targets planned once per 60 Hz frame) the
     body is down within 8 s (measured 3.8 s here, 7.1 s on an earlier machine: a chaotic
-    walk); now it is up at the scene's end (12 s, head above 1.4 m). It does not come to rest,
-    though: at the end of each 3 s stand it still steps in place, its centre of mass at about
-    0.2 m/s (measured 0.17 / 0.18; about 0.3 before ``BalanceSettings.recover_hold``).
+    walk); now it is up at the scene's end (12 s, head above 1.4 m). It does not come to rest
+    on this database, whose 12 clips never stand (its reference walks in place): at the end of
+    each 3 s stand it still steps in place, its centre of mass at about 0.2 m/s (measured 0.14
+    / 0.22; 0.17 / 0.18 with the motors stiffened on a standing reference, about 0.3 before
+    ``BalanceSettings.recover_hold``); with a standing clip it comes to rest
+    (``test_stepping_stands_still_in_the_stands``).
     One heading of a chaotic walk: on the benchmark's 20-clip database ``STEPPING`` is up for
     20 s in 28 of 28 headings (18 of 28 planned once per frame) (README, "Measured";
     ``physical_diagnosis.py live_headings`` for six of them)."""
