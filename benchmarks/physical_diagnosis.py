@@ -174,9 +174,7 @@ def bandai_clip(stem: str, body):
     from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget
     src = read_bvh(data_dir() / f"bvh/bandai-namco/ds2_normal_locomotion/{stem}.bvh")
-    names = {k: ("Left" if k.endswith("_L") else "Right") + k[:-2]
-             for k in src.skeleton.names if k[-2:] in ("_L", "_R")}
-    return resample(retarget(src, body.skeleton, name_map=names), 60.0)
+    return resample(retarget(src, body.skeleton), 60.0)     # Bandai names: HUMANOID_NAME_MAP
 
 
 def bandai_walk(n: int, body):
@@ -196,14 +194,12 @@ def references() -> None:
     _, walk = make_demo_capture()
     folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
     src = read_bvh(folder / "dataset-2_walk_normal_001.bvh")
-    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
-             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
     refs = {"demo walk (120 Hz)": walk,
-            "Bandai walk (60 Hz)": resample(retarget(src, body.skeleton, name_map=names), 60.0)}
+            "Bandai walk (60 Hz)": resample(retarget(src, body.skeleton), 60.0)}
     db, feats = live_database()
     mm, _ = run_controller(Controller(db, feats, load_input(
         _resolve("straight_walk", "inputs", "input"))), 10.0)
-    refs["motion-matched straight walk"] = retarget(mm, body.skeleton, name_map=names)
+    refs["motion-matched straight walk"] = retarget(mm, body.skeleton)
     print("\nreference support on the simulated feet (feet unrolled, grounded; + track: planted "
           "soles levelled, grounded by the still feet, as track does)")
     print(f"{'reference':36s} {'single':>6s} {'CoM off med':>11s} {'p90':>6s} {'half w':>6s} "
@@ -470,10 +466,10 @@ def _stands(db, feats, names, seconds: float) -> None:
         x, _ = forward_kinematics(motion.skeleton, motion.lrot, motion.root_pos)
         fps = motion.fps
         still = np.linalg.norm(np.asarray(rec.desired_vel)[:, :2], axis=-1) < 1e-9
-        # frames standing for at least 1 s (a stop needs that long to settle)
-        run = np.zeros(len(still), int)
-        for i in range(len(still)):
-            run[i] = (run[i - 1] + 1 if i else 1) if still[i] else 0
+        # frames standing for at least 1 s (a stop needs that long to settle): each frame's
+        # count of still frames up to it, from the last moving one
+        idx = np.arange(len(still))
+        run = idx - np.maximum.accumulate(np.where(still, -1, idx))
         st = np.flatnonzero(run[1:] >= fps) + 1
         if not len(st):
             print(f"  {name:12s} never stands 1 s")

@@ -77,9 +77,7 @@ def main() -> None:
     refs["demo walk 120 Hz"] = truth
     src = read_bvh(data_dir() / "bvh/bandai-namco/ds2_normal_locomotion/"
                    "dataset-2_walk_normal_001.bvh")
-    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
-             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
-    refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton, name_map=names), 60.0)
+    refs["bandai walk 60 Hz"] = resample(retarget(src, body.skeleton), 60.0)
     print(f"{'reference':20s} {'mode':11s} {'frames':>6s} {'fps':>7s} {'err m':>6s} {'err 1s':>6s} "
           f"{'F mean':>7s} {'F max':>6s} {'pen mm':>6s} {'skate':>6s} {'lost':>6s} "
           f"{'down':>6s}  falls")
@@ -181,9 +179,7 @@ def physical_iterations() -> None:
     _, demo = make_demo_capture()
     src = read_bvh(data_dir() / "bvh/bandai-namco/ds2_normal_locomotion/"
                    "dataset-2_walk_normal_001.bvh")
-    names = {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
-             for n in src.skeleton.names if n[-2:] in ("_L", "_R")}
-    bandai = resample(retarget(src, body.skeleton, name_map=names), 60.0)
+    bandai = resample(retarget(src, body.skeleton), 60.0)
     print("\nfully physical, STEPPING, by solver iterations: down (head below 1 m) / first fall")
     for it in (10, 30, 50):
         s = TrackingSettings(balance=True, balance_gains=STEPPING, solver_iterations=it)

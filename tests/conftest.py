@@ -78,9 +78,3 @@ def planted_sole_pitch(motion, side: str) -> float:
 
 #: a Bandai-Namco walk (60 fps) several playback tests use
 WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
-
-
-def bandai_names(src):
-    """Bandai-Namco joint names (``UpperLeg_L``) -> HumanBodyBones (``LeftUpperLeg``)."""
-    return {n: ("Left" if n.endswith("_L") else "Right") + n[:-2]
-            for n in src.skeleton.names if n[-2:] in ("_L", "_R")}

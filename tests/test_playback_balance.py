@@ -17,7 +17,6 @@ from physmocap.playback.balance import DRIVES, BalanceSettings
 from physmocap.playback.reference import level_feet
 from physmocap.scene import load_body
 
-from conftest import bandai_names
 
 
 @pytest.fixture(scope="module")
@@ -520,7 +519,7 @@ def test_stepping_follows_a_captured_u_turn(body, data_dir):
     from physmocap.playback.balance import STEPPING
     src = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/"
                    "dataset-2_walk-turn-right_normal_004.bvh")
-    ref = resample(retarget(src, body.skeleton, name_map=bandai_names(src)), 60.0)[270:]
+    ref = resample(retarget(src, body.skeleton), 60.0)[270:]
     res = track(ref, body, "physical", TrackingSettings(balance=True, balance_gains=STEPPING))
     head = body.index("Head")
     assert not res.falls and res.motion.gpos[:, head, 2].min() > 1.2

@@ -15,7 +15,7 @@ from physmocap.playback.reference import (StanceFloor, SwingLift, close_cycle, g
                                           walk_cycle)
 from physmocap.scene import load_body
 
-from conftest import WALK_001, bandai_names
+from conftest import WALK_001
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +75,8 @@ def test_frame_retargeter_matches_retarget(body, data_dir):
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.retarget import retarget
     src = read_bvh(data_dir / WALK_001)
-    nm = bandai_names(src)
-    whole = retarget(src, body.skeleton, name_map=nm)
-    fr = FrameRetargeter.from_motion(src, body.skeleton, name_map=nm)
+    whole = retarget(src, body.skeleton)            # Bandai names: HUMANOID_NAME_MAP
+    fr = FrameRetargeter.from_motion(src, body.skeleton)
     for f in (0, 50, 200):
         rp, lr = fr(src.root_pos[f], src.lrot[f])
         assert np.allclose(rp, whole.root_pos[f], atol=1e-9)
