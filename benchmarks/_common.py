@@ -30,23 +30,26 @@ def median_time(fn, repeats: int) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def live_database(stand: bool = False):
+def live_database(stand: bool = False, extra: tuple = (), mirror: bool = False):
     """The live benchmarks' motion-matching database: Bandai-Namco ``ds2_normal_locomotion``
     walks 001-006 and runs 001-002 (20 clips) at 60 fps, and its features; ``stand``: and
     ``walk_normal_001``'s first frame held 3 s, clip ``"stand"`` (last; ``mm build --stand``):
     the 20 clips never stand, and without it a reference asked to stop walks in place
     (``physical_diagnosis.py live_stands``). The fully physical live inputs
-    (``physical_diagnosis.py live_headings``, ``live_turns``) are measured with it."""
+    (``physical_diagnosis.py live_headings``, ``live_turns``) are measured with it. ``extra``:
+    more clips of the same folder (file stems, after the 20); ``mirror``: every clip mirrored
+    too (``mm build --mirror``); both for ``physical_diagnosis.py turn_database``."""
     from physmocap.io.bvh import read_bvh
     from physmocap.matching.database import build_database, standing_clip
     from physmocap.matching.features import compute_features
 
     folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
     files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
+    files += [folder / f"{stem}.bvh" for stem in extra]
     motions = [read_bvh(f) for f in files]
     names = [f.stem for f in files]
     if stand:
         motions.append(standing_clip(motions[names.index("dataset-2_walk_normal_001")], 0, 3.0))
         names.append("stand")
-    db = build_database(motions, names=names, fps=60)
+    db = build_database(motions, names=names, fps=60, mirror=mirror)
     return db, compute_features(db)

@@ -5,7 +5,7 @@
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
-                                            [live_stands]                (not by default)
+                                            [live_stands] [turn_database] (not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -48,6 +48,10 @@
   more): its hips' speed, its root's distance from the simulation object, the database frames
   it plays and how fast its feet labelled in contact slide; and how many database frames stand
   at all (a few seconds);
+* ``turn_database``: ``live_headings`` of the sharp turns, the straight walk and the stop and
+  go on the live database (with its standing clip) mirrored, with the four other captured
+  U-turns of the turning walks added, and with both (about 10 minutes): is the sharp turns'
+  fall a gap in the database?
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -381,13 +385,13 @@ def _turned_input(src, yaw: float):
 
 
 def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
-                  names=("straight_walk", "stop_and_go")) -> None:
+                  names=("straight_walk", "stop_and_go"), database=None) -> None:
     """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad), on the
     live database with its standing clip (``live_database(stand=True)``): when the
     head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
     go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
     rest: < 0.1). A recorded head (``head_circle``) is played once, not turned, also for 20 s:
-    past the recording's end its reference stops."""
+    past the recording's end its reference stops. ``database``: ``(db, features)`` instead."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import HeadTrajectory, load_input
     from physmocap.playback.balance import STEPPING
@@ -396,7 +400,8 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
 
     body = load_body()
     head = body.index("Head")
-    db, feats = live_database(stand=True)      # the 20 clips never stand
+    # the 20 clips never stand
+    db, feats = live_database(stand=True) if database is None else database
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
           + ", ".join(f"{y:.1f}" for y in yaws)
@@ -776,6 +781,28 @@ def soles() -> None:
               + "; ".join(cells), flush=True)
 
 
+# the captured U-turns of the Bandai-Namco turning walks (the hips turn 110-195° within 1.5 s,
+# the walk slowing to 0.1-0.5 m/s); walk-turn-right_normal_004, the live database's one, too
+U_TURNS = ("dataset-2_walk-turn-left_normal_031", "dataset-2_walk-turn-left_normal_032",
+           "dataset-2_walk-turn-right_normal_032", "dataset-2_walk-turn-right_normal_033")
+
+
+def turn_database() -> None:
+    """Is the live sharp turns' fall a gap in the database? ``live_headings`` of the sharp
+    turns, the straight walk and the stop and go (six headings) on the live database with its
+    standing clip, then with every clip mirrored too (``mm build --mirror``: left turns as
+    right ones), with the four other captured U-turns of the turning walks (``U_TURNS``), and
+    with both. About 10 minutes."""
+    names = ("sharp_turns", "straight_walk", "stop_and_go")
+    for label, extra, mirror in (("as measured", (), False), ("mirrored", (), True),
+                                 ("with 4 more U-turns", U_TURNS, False),
+                                 ("with 4 more U-turns, mirrored", U_TURNS, True)):
+        db = live_database(stand=True, extra=extra, mirror=mirror)
+        print(f"\nthe live database {label}: {db[0].n_clips} clips, {db[0].n_frames} frames",
+              end="")
+        live_headings(names=names, database=db)
+
+
 if __name__ == "__main__":
     import sys
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
@@ -786,7 +813,8 @@ if __name__ == "__main__":
     extra = {"live_headings_28": lambda: live_headings(HEADINGS_28),     # not by default
              "live_turns": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                         "head_circle")),
-             "turn_clips": turn_clips, "live_stands": live_stands}
+             "turn_clips": turn_clips, "live_stands": live_stands,
+             "turn_database": turn_database}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
