@@ -50,7 +50,7 @@
   at all (a few seconds);
 * ``turn_database``: ``live_headings`` of the sharp turns, the straight walk and the stop and
   go on the live database (with its standing clip) mirrored, with the four other captured
-  U-turns of the turning walks added, and with both (about 10 minutes): is the sharp turns'
+  U-turns of the turning walks added, and with both (about 12 minutes): is the sharp turns'
   fall a gap in the database?
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
@@ -520,12 +520,40 @@ def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
     return ~((low[1:] < STEPPING.contact_height) & (speed < STEPPING.plant_speed)).any(axis=1)
 
 
-def turn_clips() -> None:
+def _live_sharp_turns(body, database, yaw: float = 2.0, seconds: float = 12.0):
+    """The live sharp turns' motion-matched reference as the live loop prepares it (heading
+    ``yaw`` rad, ``database`` = ``(db, features)``), played fully physical with ``STEPPING``
+    (the controller does not wait for the body, so its reference is the same with the body up
+    or down): ``(unplanted (F-1,) bool, ref_yaw (F,) rad, body_yaw (F,) rad, fall s or None)``,
+    the hips' headings unwrapped."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input, yaw_of
     from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
+
+    head = body.index("Head")
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    src = load_input(_resolve("sharp_turns", "inputs", "input"))
+    poses, sim, fall = [], [], None
+    with LivePlayback(Controller(*database, _turned_input(src, yaw), start_yaw=yaw), body,
+                      "physical", s) as lp:
+        ch = lp.tracker.char
+        for i in range(int(seconds * 60)):
+            r, (_, lr), _ = lp.step()
+            poses.append(r)
+            sim.append(lr[0])
+            z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+            fall = (i + 1) / 60 if (fall is None and z < 1.0) else fall
+    live = _unplanted(body, np.array([p[0] for p in poses]), np.array([p[1] for p in poses]),
+                      60.0)
+    return (live, np.unwrap(yaw_of(np.array([p[1][0] for p in poses]))),
+            np.unwrap(yaw_of(np.array(sim))), fall)
+
+
+def turn_clips() -> None:
+    from physmocap.matching.trajectory import yaw_of
+    from physmocap.playback.balance import STEPPING
 
     body = load_body()
     head = body.index("Head")
@@ -566,21 +594,7 @@ def turn_clips() -> None:
     # is the same with the body up or down)
     ref = prepared(pivot, body)
     cap = _unplanted(body, ref.root_pos, ref.lrot, ref.fps)
-    db, feats = live_database()
-    src = load_input(_resolve("sharp_turns", "inputs", "input"))
-    poses, sim, fall = [], [], None
-    with LivePlayback(Controller(db, feats, _turned_input(src, 2.0), start_yaw=2.0), body,
-                      "physical", s) as lp:
-        ch = lp.tracker.char
-        for i in range(12 * 60):
-            r, (_, lr), _ = lp.step()
-            poses.append(r)
-            sim.append(lr[0])
-            z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
-            fall = (i + 1) / 60 if (fall is None and z < 1.0) else fall
-    live = _unplanted(body, np.array([p[0] for p in poses]), np.array([p[1] for p in poses]),
-                      60.0)
-    y = np.unwrap(yaw_of(np.array([p[1][0] for p in poses])))
+    live, y, sim, fall = _live_sharp_turns(body, live_database())
     rate = _turn_rate(y, 60.0)
     turn = slice(int(4.3 * 60), int(6.5 * 60))     # its first 180-degree turn (heading 2 rad)
     print(f"  frames with no foot planted (STEPPING's rule): the captured U-turn "
@@ -588,8 +602,7 @@ def turn_clips() -> None:
           f" the live sharp turns' reference (12 s, heading 2 rad; the hips turn at up to "
           f"{rate:.0f}°/s over 0.5 s) {100 * live.mean():.1f} %, in its first turn (4.3-6.5 s) "
           f"{100 * live[turn].mean():.1f} %", flush=True)
-    path = _plot_turns(runs[3.0], 3.0, cap[int(3.0 * pivot.fps):], y,
-                       np.unwrap(yaw_of(np.array(sim))), live, fall)
+    path = _plot_turns(runs[3.0], 3.0, cap[int(3.0 * pivot.fps):], y, sim, live, fall)
     if path:
         print(f"  picture: {path} (the hips' heading, reference and body, and the frames with "
               "no foot planted)")
@@ -792,7 +805,16 @@ def turn_database() -> None:
     turns, the straight walk and the stop and go (six headings) on the live database with its
     standing clip, then with every clip mirrored too (``mm build --mirror``: left turns as
     right ones), with the four other captured U-turns of the turning walks (``U_TURNS``), and
-    with both. About 10 minutes."""
+    with both; and for each the sharp turns' reference at heading 2 rad (``turn_clips``'
+    figures): how often neither of its feet is planted and how fast its hips turn; and which
+    clips the straight walk's reference plays most (kinematic). About 12 minutes."""
+    from collections import Counter
+
+    from physmocap.matching.controller import Controller, run_controller
+    from physmocap.matching.trajectory import load_input
+    from physmocap.scene import _resolve
+
+    body = load_body()
     names = ("sharp_turns", "straight_walk", "stop_and_go")
     for label, extra, mirror in (("as measured", (), False), ("mirrored", (), True),
                                  ("with 4 more U-turns", U_TURNS, False),
@@ -801,6 +823,18 @@ def turn_database() -> None:
         print(f"\nthe live database {label}: {db[0].n_clips} clips, {db[0].n_frames} frames",
               end="")
         live_headings(names=names, database=db)
+        live, y, _, _ = _live_sharp_turns(body, db)
+        turn = slice(int(4.3 * 60), int(6.5 * 60))   # its first 180-degree turn
+        print(f"  the sharp turns' reference (heading 2 rad, 12 s): no foot planted in "
+              f"{100 * live.mean():.1f} % of its frames, {100 * live[turn].mean():.1f} % of its "
+              f"first turn (4.3-6.5 s); the hips turn at up to {_turn_rate(y, 60.0):.0f}°/s "
+              "over 0.5 s", flush=True)
+        _, rec = run_controller(Controller(*db, load_input(_resolve("straight_walk", "inputs",
+                                                                     "input"))), 20.0)
+        played = Counter(db[0].clip_names[c] for c in db[0].clip_index(np.array(rec.frame)))
+        print("  the straight walk's reference plays (frames of 1200, kinematic): "
+              + ", ".join(f"{n.replace('dataset-2_', '')} {k}" for n, k in
+                          played.most_common(4)), flush=True)
 
 
 if __name__ == "__main__":
