@@ -520,6 +520,10 @@ def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
     return ~((low[1:] < STEPPING.contact_height) & (speed < STEPPING.plant_speed)).any(axis=1)
 
 
+# the frames (60 fps) of the live sharp turns' first 180-degree turn, 4.3-6.5 s (heading 2 rad)
+_FIRST_TURN = slice(int(4.3 * 60), int(6.5 * 60))
+
+
 def _live_sharp_turns(body, database, yaw: float = 2.0, seconds: float = 12.0):
     """The live sharp turns' motion-matched reference as the live loop prepares it (heading
     ``yaw`` rad, ``database`` = ``(db, features)``), played fully physical with ``STEPPING``
@@ -596,12 +600,11 @@ def turn_clips() -> None:
     cap = _unplanted(body, ref.root_pos, ref.lrot, ref.fps)
     live, y, sim, fall = _live_sharp_turns(body, live_database())
     rate = _turn_rate(y, 60.0)
-    turn = slice(int(4.3 * 60), int(6.5 * 60))     # its first 180-degree turn (heading 2 rad)
     print(f"  frames with no foot planted (STEPPING's rule): the captured U-turn "
           f"{100 * cap.mean():.1f} % (from 4.8 to 7.0 s {100 * cap[int(4.8 * 60):].mean():.1f} %);"
           f" the live sharp turns' reference (12 s, heading 2 rad; the hips turn at up to "
           f"{rate:.0f}°/s over 0.5 s) {100 * live.mean():.1f} %, in its first turn (4.3-6.5 s) "
-          f"{100 * live[turn].mean():.1f} %", flush=True)
+          f"{100 * live[_FIRST_TURN].mean():.1f} %", flush=True)
     path = _plot_turns(runs[3.0], 3.0, cap[int(3.0 * pivot.fps):], y, sim, live, fall)
     if path:
         print(f"  picture: {path} (the hips' heading, reference and body, and the frames with "
@@ -824,11 +827,10 @@ def turn_database() -> None:
               end="")
         live_headings(names=names, database=db)
         live, y, _, _ = _live_sharp_turns(body, db)
-        turn = slice(int(4.3 * 60), int(6.5 * 60))   # its first 180-degree turn
         print(f"  the sharp turns' reference (heading 2 rad, 12 s): no foot planted in "
-              f"{100 * live.mean():.1f} % of its frames, {100 * live[turn].mean():.1f} % of its "
-              f"first turn (4.3-6.5 s); the hips turn at up to {_turn_rate(y, 60.0):.0f}°/s "
-              "over 0.5 s", flush=True)
+              f"{100 * live.mean():.1f} % of its frames, "
+              f"{100 * live[_FIRST_TURN].mean():.1f} % of its first turn (4.3-6.5 s); the hips "
+              f"turn at up to {_turn_rate(y, 60.0):.0f}°/s over 0.5 s", flush=True)
         _, rec = run_controller(Controller(*db, load_input(_resolve("straight_walk", "inputs",
                                                                      "input"))), 20.0)
         played = Counter(db[0].clip_names[c] for c in db[0].clip_index(np.array(rec.frame)))

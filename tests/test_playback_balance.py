@@ -18,7 +18,6 @@ from physmocap.playback.reference import level_feet
 from physmocap.scene import load_body
 
 
-
 @pytest.fixture(scope="module")
 def body():
     return load_body()
