@@ -5,7 +5,8 @@
                                             [live_headings] [pushes] [soles]
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
-                                            [live_stands] [turn_database] (not by default)
+                                            [live_stands] [turn_database] [live_mirrored]
+                                            (the last seven not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -31,7 +32,9 @@
   ``live_headings_28`` the same over the 28 headings of README (``HEADINGS_28``: the six,
   every 30°, ten drawn at random; about 8 minutes); ``live_turns`` the turning walks (the
   figure eight and the sharp turns, their paths' way-points turned to the six headings) and
-  the head circle (once; a recorded head is not turned);
+  the head circle (once; a recorded head is not turned); ``live_mirrored`` the same three
+  inputs mirrored (y -> -y: each turn the other way; the headings mirrored too): a body and a
+  database with left and right alike would do the same;
 * ``turn_clips``: ``STEPPING`` on the captured turning walks themselves (Bandai-Namco
   ``walk-turn-left`` / ``walk-turn-right`` 001-012: 80-115° turns, the hips turning at up to
   70-112°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
@@ -384,14 +387,39 @@ def _turned_input(src, yaw: float):
     return src
 
 
+def _mirrored_input(src):
+    """The loaded input ``src`` mirrored across the world's x-z plane (y -> -y): the same task
+    turning the other way. A path's way-points; a joystick's sticks (x -> -x; its camera and
+    start facing are ``_turned_input``'s); a recorded head's positions, orientations (``M R
+    M``, M = diag(1, -1, 1): quaternion (-x, y, -z, w)) and forward axis."""
+    import dataclasses
+
+    from physmocap.matching.trajectory import HeadTrajectory, Joystick, PathFollower
+    m = np.array([1.0, -1.0, 1.0])
+    if isinstance(src, PathFollower):
+        return dataclasses.replace(src, points=np.asarray(src.points)[:, :2] * m[:2])
+    if isinstance(src, Joystick):
+        x = np.array([-1.0, 1.0])                   # a stick's x is to the right
+        return dataclasses.replace(src, stick=np.asarray(src.stick) * x,
+                                   right=None if src.right is None else np.asarray(src.right) * x)
+    if isinstance(src, HeadTrajectory):
+        return dataclasses.replace(src, pos=np.asarray(src.pos) * m,
+                                   rot=np.asarray(src.rot) * np.array([-1.0, 1.0, -1.0, 1.0]),
+                                   forward=tuple(np.asarray(src.forward, float) * m))
+    raise TypeError(f"_mirrored_input: not an input source: {type(src).__name__}")
+
+
 def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
-                  names=("straight_walk", "stop_and_go"), database=None) -> None:
+                  names=("straight_walk", "stop_and_go"), database=None,
+                  mirror: bool = False) -> None:
     """``STEPPING`` on the live inputs ``names`` turned to six headings (``yaws`` rad), on the
     live database with its standing clip (``live_database(stand=True)``): when the
     head first drops below 1 m (20 s: never), how far body and reference walked, and (stop and
     go) the body's root speed at the end of each 3 s stand (5-6 s, 11-12 s; m/s; a body at
     rest: < 0.1). A recorded head (``head_circle``) is played once, not turned, also for 20 s:
-    past the recording's end its reference stops. ``database``: ``(db, features)`` instead."""
+    past the recording's end its reference stops. ``database``: ``(db, features)`` instead.
+    ``mirror``: each input mirrored (``_mirrored_input``: y -> -y, the same task turning the
+    other way) and turned to the mirrored headings (``-yaws``)."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import HeadTrajectory, load_input
     from physmocap.playback.balance import STEPPING
@@ -403,13 +431,17 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     # the 20 clips never stand
     db, feats = live_database(stand=True) if database is None else database
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
-    print("\nlive, STEPPING from the first frame, 20 s, the task turned to headings "
+    if mirror:
+        yaws = tuple(-y for y in yaws)
+    print("\nlive, STEPPING from the first frame, 20 s, the task "
+          + ("mirrored (y -> -y) and " if mirror else "") + "turned to headings "
           + ", ".join(f"{y:.1f}" for y in yaws)
           + " rad: head below 1 m at (s); walked / reference (m); stop and go: speed at the "
           "end of each stand (m/s)")
     for name in names:
         downs, walks, stands = [], [], []
         src = load_input(_resolve(name, "inputs", "input"))
+        src = _mirrored_input(src) if mirror else src
         head_input = isinstance(src, HeadTrajectory)
         for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
             ctrl = Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw)
@@ -849,6 +881,8 @@ if __name__ == "__main__":
     extra = {"live_headings_28": lambda: live_headings(HEADINGS_28),     # not by default
              "live_turns": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                         "head_circle")),
+             "live_mirrored": lambda: live_headings(names=("figure_eight", "sharp_turns",
+                                                           "head_circle"), mirror=True),
              "turn_clips": turn_clips, "live_stands": live_stands,
              "turn_database": turn_database}
     for part in (sys.argv[1:] or parts):

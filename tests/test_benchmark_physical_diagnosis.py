@@ -1,0 +1,65 @@
+"""``benchmarks/physical_diagnosis.py``'s mirrored inputs: the same task turning the other way."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physmocap import quat
+from physmocap.matching.trajectory import Joystick, load_input
+from physmocap.scene import _resolve
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+from physical_diagnosis import _mirrored_input, _turned_input  # noqa: E402
+
+M = np.array([1.0, -1.0, 1.0])
+
+
+def _mirror_q(q):
+    """The rotation ``M R M`` of ``q`` (M = diag(1, -1, 1)), by matrices."""
+    R = quat.to_matrix(np.asarray(q, float))
+    return quat.from_matrix(np.diag(M) @ R @ np.diag(M))
+
+
+def _input(name):
+    if name == "stick":     # sideways and turning: the shipped joystick scenes push only ahead
+        return Joystick(np.array([0.0, 4.0, 8.0]), np.array([[0.0, 1.0], [0.7, 0.3], [-0.5, -0.2]]),
+                        np.zeros(3, bool), right=np.array([[0.0, 0.0], [0.0, 0.0], [0.6, 0.4]]),
+                        camera_yaw=0.4)
+    return load_input(_resolve(name, "inputs", "input"))
+
+
+@pytest.mark.parametrize("name", ["figure_eight", "sharp_turns", "head_circle", "stick"])
+def test_mirrored_input_asks_for_the_mirrored_motion(name):
+    """At mirrored positions and facings, the mirrored input asks for the mirror of what the
+    input asks for: velocity y -> -y, facing ``M R M`` (a joystick's camera turned by
+    ``_turned_input`` to the mirrored heading, as ``live_headings`` does)."""
+    src = _input(name)
+    mir = _mirrored_input(src)
+    if isinstance(src, Joystick):
+        mir = _turned_input(mir, -src.camera_yaw)
+        mir = dataclasses.replace(mir, initial_yaw=-src.initial_yaw)
+    rng = np.random.default_rng(0)
+    for t in np.linspace(0.0, 12.0, 9):
+        pos = np.array([*rng.uniform(-3, 3, 2), 0.0])
+        rot = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), rng.uniform(-np.pi, np.pi))
+        v, r = src.desired(t, pos, rot)
+        vm, rm = mir.desired(t, pos * M, _mirror_q(rot))
+        np.testing.assert_allclose(vm, np.asarray(v) * M, atol=1e-9)
+        assert abs(float(np.dot(rm, _mirror_q(r)))) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_mirroring_twice_is_the_input():
+    src = load_input(_resolve("head_circle", "inputs", "input"))
+    twice = _mirrored_input(_mirrored_input(src))
+    np.testing.assert_array_equal(twice.pos, src.pos)
+    np.testing.assert_allclose(twice.rot, src.rot, atol=1e-15)
+
+
+def test_not_an_input_is_a_type_error():
+    with pytest.raises(TypeError, match="not an input source: str"):
+        _mirrored_input("figure_eight")
