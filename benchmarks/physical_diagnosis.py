@@ -6,7 +6,7 @@
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
-                                            (the last seven not by default)
+                                            (the last six not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
