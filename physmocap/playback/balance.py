@@ -959,6 +959,9 @@ class BalanceController:
             if self._k > 1 and (every is None or (self._k - 1) % every):
                 return            # the motors keep the last plan's targets
             (X, R, C, V, W, q, w, com, vcom), wts, swing, target, jv = self.plan(dt)
+            # one limit per joint for its three axes: PyBullet's spherical motors take the
+            # first component as the limit of all three (no per-axis cap, e.g. on a stance
+            # hip's yaw; ``tests/test_playback_character.py``)
             forces = np.repeat(self.max_torque[1:, None], 3, axis=1)
             for sd, chain in enumerate(self.chains):
                 a = chain[2]
