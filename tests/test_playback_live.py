@@ -352,12 +352,14 @@ def test_stepping_stands_still_in_the_stands(live_db, project_root):
     the standing clip the body stepped in place, 0.2-0.3 m/s). With the motors stiffened on a
     standing reference (``stiff_kp`` 1, ``STEPPING`` until the standing clip) the body could
     not walk off from a stand: down in 9 of 28 headings, 7 of them 1.4-1.8 s after the stick
-    was pushed again (``benchmarks/RESULTS.md``); here (heading 0) down at 9.1 s."""
+    was pushed again (``benchmarks/RESULTS.md``); with the body started at rest
+    (``start_at_rest``) in 3 of 7 (0.7, 3, 5 rad: 8.2-8.7 s; up at 0, 1, 2, 4 rad, scratch);
+    here (heading 0.7 rad) down at 8.4 s."""
     import dataclasses
 
     from physmocap.playback.balance import STEPPING
     head, _ = _stop_and_go(live_db, project_root, 12.0, dataclasses.replace(STEPPING,
-                                                                           stiff_kp=1.0), 0.0)
+                                                                           stiff_kp=1.0), 0.7)
     print("stiff: head below 1 m at", np.argmax(head < 1.0) / 60 if head.min() < 1 else None)
     assert head.min() < 1.0
     head, speed = _stop_and_go(live_db, project_root, 20.0, STEPPING, 0.0)
@@ -415,6 +417,60 @@ def test_stepping_walks_the_figure_eight(live_db, project_root):
     print("head min", head.min(), "falls", res.report()["falls"])
     # upright throughout (measured minimum 1.47 m; standing 1.6 m)
     assert head.min() > 1.3 and not res.report()["falls"]
+
+
+def test_the_body_starts_at_rest_in_the_first_pose(walk_db, project_root):
+    """``start_at_rest``: the first reference pose places the body at rest; off, it starts
+    with the velocities to the next pose (the controller's first frame walks at 0.4 m/s)."""
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    for at_rest in (True, False):
+        with LivePlayback(Controller(db, feats, src), mode="physical",
+                          start_at_rest=at_rest) as live:
+            seen, reset = [], live.tracker.reset
+
+            def spy(*a, **k):
+                reset(*a, **k)
+                _, _, v, w = live.tracker.char.base_state()
+                seen.append((float(np.linalg.norm(v)), float(np.linalg.norm(w))))
+            live.tracker.reset = spy
+            live.step()
+        (v, w), = seen
+        print("start at rest" if at_rest else "start moving", v, w)
+        assert (v == 0.0 and w == 0.0) if at_rest else v > 0.1
+
+
+def test_stepping_walks_off_into_the_mirrored_figure_eight(live_db, project_root):
+    """Issue 5, mode (b): the figure eight turned the other way (way-points y -> -y, heading
+    -0.7 rad), fully physical with ``STEPPING``: upright for 20 s from a body at rest; started
+    with the reference's velocities (as before ``start_at_rest``) it was down at 1.28 s,
+    walking off into its first turn (``physical_diagnosis.py live_mirrored``: 4 of 6 headings
+    up at rest, 0 of 6 moving)."""
+    import dataclasses
+
+    from physmocap.playback import TrackingSettings
+    from physmocap.playback.balance import STEPPING
+    db, feats = live_db
+    yaw = -0.7
+    src = load_input(project_root / "scenes/inputs/figure_eight.toml")
+    c, s = np.cos(yaw), np.sin(yaw)
+    src = dataclasses.replace(src, points=np.asarray(src.points)[:, :2] * [1.0, -1.0]
+                              @ np.array([[c, s], [-s, c]]))
+    settings = TrackingSettings(balance=True, balance_gains=STEPPING)
+    for at_rest, seconds in ((False, 3.0), (True, 20.0)):
+        ctrl = Controller(db, feats, src, start_yaw=yaw)
+        with LivePlayback(ctrl, mode="physical", settings=settings,
+                          start_at_rest=at_rest) as live:
+            head = []
+            for _ in range(int(seconds * 60)):
+                _, (root, lrot), _ = live.step()
+                ch = live.tracker.char
+                head.append(ch.p.getLinkState(ch.body, live.body.index("Head") - 1,
+                                              physicsClientId=ch.client)[4][2])
+        head = np.array(head)
+        print("at rest" if at_rest else "moving", "head min", head.min(),
+              "below 1 m at", np.argmax(head < 1.0) / 60 if head.min() < 1.0 else None)
+        assert (head.min() > 1.3) if at_rest else (head.min() < 1.0)
 
 
 def test_retargeting_reference_is_a_standing_clip_start(data_dir, project_root):

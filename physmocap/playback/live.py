@@ -223,13 +223,21 @@ class LivePlayback:
             input scene; hold times in seconds from the first frame), see ``environment.py``.
         reference_frame: the database frame the retargeting's reference pose is taken from
             when the files' rest pose is not a standing pose (default: ``standing_frame``).
+        start_at_rest: the body starts at rest in the first reference pose (else with the
+            velocities from it to the next). The controller starts at a database frame that
+            may be walking (the live database's first clip, a left turn, at 0.4 m/s) and its
+            first search may turn the other way: measured fully physical (``STEPPING``, six
+            headings, ``benchmarks/physical_diagnosis.py live_mirrored``), the figure eight
+            turned the other way up 20 s in 4 of 6 headings at rest, 0 of 6 moving (down at
+            0.9-2.0 s: a first landing of 3.5 body weights and a yaw push that set the body
+            spinning); as shipped 6 of 6 both ways.
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,
                  speed_filter_s: float = 0.5, environment: Environment | None = None,
-                 reference_frame: int | None = None):
+                 reference_frame: int | None = None, start_at_rest: bool = True):
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
@@ -261,6 +269,7 @@ class LivePlayback:
         first = np.array(db.lrot[k, 1:])
         self.follow = follow
         self.speed_margin = speed_margin
+        self.start_at_rest = bool(start_at_rest)
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
         if speed_margin is not None:
@@ -310,10 +319,12 @@ class LivePlayback:
         ref = self.reference_pose()
         t1 = time.perf_counter()
         if not self._started:
-            # the first pose places the body; it starts with the next pose's velocities
+            # the first pose places the body, at rest (``start_at_rest``) or with the next
+            # pose's velocities
             nxt = self.reference_pose()
-            self.tracker.reset(ref[0], ref[1][0], ref[1], next_pose=(nxt[0], nxt[1][0], nxt[1]),
-                               dt=self.dt)
+            moving = {} if self.start_at_rest else dict(
+                next_pose=(nxt[0], nxt[1][0], nxt[1]), dt=self.dt)
+            self.tracker.reset(ref[0], ref[1][0], ref[1], **moving)
             self._started = True
             ref = nxt
             t1 = time.perf_counter()
