@@ -223,21 +223,25 @@ class LivePlayback:
             input scene; hold times in seconds from the first frame), see ``environment.py``.
         reference_frame: the database frame the retargeting's reference pose is taken from
             when the files' rest pose is not a standing pose (default: ``standing_frame``).
-        start_at_rest: the body starts at rest in the first reference pose (else with the
-            velocities from it to the next). The controller starts at a database frame that
-            may be walking (the live database's first clip, a left turn, at 0.4 m/s) and its
-            first search may turn the other way: measured fully physical (``STEPPING``, six
-            headings, ``benchmarks/physical_diagnosis.py live_mirrored``), the figure eight
-            turned the other way up 20 s in 4 of 6 headings at rest, 0 of 6 moving (down at
-            0.9-2.0 s: a first landing of 3.5 body weights and a yaw push that set the body
-            spinning); as shipped 6 of 6 both ways.
+        start_at_rest: the body starts at rest in the first reference pose (``True``) or
+            with the velocities from it to the next (``False``); ``None``: at rest when the
+            controller starts with it (its clock at 0: a live input starts from standing),
+            moving when it joins a controller already running. The controller starts at a
+            database frame that may be walking (the live database's first clip, a left turn,
+            at 0.4 m/s) and its first search may turn the other way: measured fully physical
+            (``STEPPING``, six headings, ``benchmarks/physical_diagnosis.py live_mirrored``),
+            the figure eight turned the other way up 20 s in 4 of 6 headings at rest, 0 of 6
+            moving (down at 0.9-2.0 s: a first landing of 3.5 body weights and a yaw push
+            that set the body spinning); as shipped 6 of 6 both ways. But a body at rest
+            under a reference already walking falls (``live_start``: physics joining the
+            straight walk 3 s in, down at 1.22 s at rest, up 20 s moving).
     """
 
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,
                  speed_filter_s: float = 0.5, environment: Environment | None = None,
-                 reference_frame: int | None = None, start_at_rest: bool = True):
+                 reference_frame: int | None = None, start_at_rest: bool | None = None):
         from ..matching.controller import output_skeleton
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
@@ -269,7 +273,8 @@ class LivePlayback:
         first = np.array(db.lrot[k, 1:])
         self.follow = follow
         self.speed_margin = speed_margin
-        self.start_at_rest = bool(start_at_rest)
+        self.start_at_rest = (float(controller.t) == 0.0 if start_at_rest is None
+                              else bool(start_at_rest))
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
         if speed_margin is not None:
