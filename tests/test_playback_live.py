@@ -260,7 +260,9 @@ def test_stepping_walks_the_live_straight_walk_for_20_s(walk_db, project_root):
                                        ({"reference_frame": -1}, "reference_frame must be"),
                                        ({"reference_frame": 1.0}, "reference_frame must be"),
                                        ({"reference_frame": True}, "reference_frame must be"),
-                                       ({"reference_frame": 10 ** 9}, "frame index 0..")])
+                                       ({"reference_frame": 10 ** 9}, "frame index 0.."),
+                                       ({"start_at_rest": "no"}, "start_at_rest must be"),
+                                       ({"start_at_rest": 1}, "start_at_rest must be")])
 def test_pacing_options_refuse_bad_values(walk_db, project_root, kw, match):
     db, feats = walk_db
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")

@@ -255,6 +255,9 @@ class LivePlayback:
                 reference_frame, (int, np.integer)) or not 0 <= reference_frame < n):
             raise SettingsError(f"LivePlayback: reference_frame must be None or a frame index "
                                 f"0..{n - 1}, got {reference_frame!r}")
+        if start_at_rest is not None and not isinstance(start_at_rest, bool):
+            raise SettingsError(f"LivePlayback: start_at_rest must be None, True or False, got "
+                                f"{start_at_rest!r}")
         if mode == "assist" and settings.solver_iterations is None:
             settings = replace(settings, solver_iterations=LIVE_ASSIST_ITERATIONS)
         self.ctrl = controller
@@ -274,7 +277,7 @@ class LivePlayback:
         self.follow = follow
         self.speed_margin = speed_margin
         self.start_at_rest = (float(controller.t) == 0.0 if start_at_rest is None
-                              else bool(start_at_rest))
+                              else start_at_rest)
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
         if speed_margin is not None:
