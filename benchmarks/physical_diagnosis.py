@@ -428,7 +428,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
 
     body = load_body()
     head = body.index("Head")
-    # the 20 clips never stand
+    # by default with the standing clip: the 20 clips never stand
     db, feats = live_database(stand=True) if database is None else database
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
     if mirror:

@@ -468,12 +468,11 @@ def test_stepping_walks_off_into_the_mirrored_figure_eight(live_db, project_root
         ctrl = Controller(db, feats, src, start_yaw=yaw)
         with LivePlayback(ctrl, mode="physical", settings=settings,
                           start_at_rest=at_rest) as live:
+            ch, link = live.tracker.char, live.body.index("Head") - 1
             head = []
             for _ in range(int(seconds * 60)):
-                _, (root, lrot), _ = live.step()
-                ch = live.tracker.char
-                head.append(ch.p.getLinkState(ch.body, live.body.index("Head") - 1,
-                                              physicsClientId=ch.client)[4][2])
+                live.step()
+                head.append(ch.p.getLinkState(ch.body, link, physicsClientId=ch.client)[4][2])
         head = np.array(head)
         print("at rest" if at_rest else "moving", "head min", head.min(),
               "below 1 m at", np.argmax(head < 1.0) / 60 if head.min() < 1.0 else None)
