@@ -390,6 +390,38 @@ def test_stepping_walks_the_head_circle_and_stops(live_db, project_root):
     assert head.min() > 1.3 and not res.report()["falls"]
 
 
+def test_stepping_lands_a_foot_left_in_the_air(live_db, project_root):
+    """Issue 5, mode (b): the head circle turned the other way (its recorded head mirrored,
+    y -> -y), fully physical with ``STEPPING``: upright for 20 s. Without ``land_air`` it
+    was down at 14.38 s: a foot off the floor that no swing carried (the reference had it
+    planted, or planted neither) was left to the reference's joint angles on a turned pelvis
+    and hung in the air while the body stood on the other (``physical_diagnosis.py
+    live_mirrored``)."""
+    import dataclasses
+
+    from physmocap.playback import TrackingSettings
+    from physmocap.playback.balance import STEPPING
+    db, feats = live_db
+    src = load_input(project_root / "scenes/inputs/head_circle.toml")
+    m = np.array([1.0, -1.0, 1.0])
+    src = dataclasses.replace(src, pos=np.asarray(src.pos) * m,
+                              rot=np.asarray(src.rot) * np.array([-1.0, 1.0, -1.0, 1.0]),
+                              forward=tuple(np.asarray(src.forward, float) * m))
+    for land_air in (False, True):
+        settings = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
+            STEPPING, land_air=land_air))
+        with LivePlayback(Controller(db, feats, src), mode="physical", settings=settings) as live:
+            ch, link = live.tracker.char, live.body.index("Head") - 1
+            head = []
+            for _ in range(20 * 60):
+                live.step()
+                head.append(ch.p.getLinkState(ch.body, link, physicsClientId=ch.client)[4][2])
+                if head[-1] < 1.0:
+                    break
+        print("land_air", land_air, "head min", min(head), "frames", len(head))
+        assert (min(head) > 1.3 and len(head) == 20 * 60) if land_air else min(head) < 1.0
+
+
 def test_stepping_walks_the_figure_eight(live_db, project_root):
     """Issue 5, mode (b), a turning walk: the live figure eight (its path turned 2 rad) on the
     benchmarks' 20-clip database, fully physical with ``STEPPING``: upright for 20 s. Its

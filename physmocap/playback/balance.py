@@ -239,6 +239,15 @@ class BalanceSettings:
             held-out clips 9 of 14 fall (10 of 14 without), the other split 10 of 15 (11), its
             truth clips 7 of 15 (8); every other figure unchanged
             (``benchmarks/RESULTS.md``, "Live coupling, fully physical").
+        land_air: a foot off the floor ``swing_wait`` s or longer while the other carries the
+            body comes down too (as ``swing_wait``'s late swing does) when the reference has
+            it planted or plants neither, whether or not a swing lifted it: lifted with no
+            swing planned (the reference had it planted; a turning body had not put it down),
+            it was left to the reference's joint angles on a pelvis turned off the
+            reference's and hung 10-29 cm above the floor for a quarter of a second while
+            the body stood on the other (the live sharp turns, heading 2 rad). ``STEPPING``
+            on: the live head circle turned the other way (``benchmarks/physical_diagnosis.py
+            live_mirrored``) up 20 s (down at 14.38 s without).
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
@@ -339,6 +348,7 @@ class BalanceSettings:
     ik_kz: float = 1.0
     plan_s: float = 0.0
     swing_keep: bool = False
+    land_air: bool = False
 
     def __post_init__(self):
         if self.drive not in DRIVES:
@@ -381,7 +391,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, plant_speed=1.0,
                            hold_wait=0.15,
                            land_depth=0.01, plan_s=1.0 / 120.0,
                            recover_ref_speed=0.3, swing_wait=0.1, contact_fallback=0.035,
-                           stance_yaw=np.radians(15.0), swing_keep=True)
+                           stance_yaw=np.radians(15.0), swing_keep=True,
+                           land_air=True)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -462,6 +473,8 @@ class BalanceController:
                                       for j in self.soles[0]])
         self.load = np.zeros(2)
         self._swt = np.zeros(2)
+        self._clock = 0.0                # s of simulated time (``apply``'s steps)
+        self._on_t = np.zeros(2)         # when each foot last touched the floor
         self._both = 0.0
         self._last_swing = []
         self._rec = None             # a recovery step: its side
@@ -567,6 +580,7 @@ class BalanceController:
         com = self.m @ C / self.M
         vcom = self.m @ V / self.M
         feet, load, _ = self.char.foot_loads()
+        self._on_t = np.where(feet, self._clock, self._on_t)
         a = min(1.0, dt / s.load_filter) if s.load_filter > 0 else 1.0
         self.load += a * (load - self.load)
         tot = float(self.load.sum())
@@ -596,6 +610,10 @@ class BalanceController:
             keep = s.swing_keep and not r["on"].any()
             late = [sd for sd in self._last_swing if (r["on"][sd] or keep) and not feet[sd]
                     and feet[1 - sd] and self._rec is None and self._swt[sd] >= s.swing_wait]
+            if s.land_air and not late:
+                late = [sd for sd in (0, 1) if (r["on"][sd] or keep) and not feet[sd]
+                        and feet[1 - sd] and self._rec is None
+                        and self._clock - self._on_t[sd] >= s.swing_wait]
             rc = self._rec
             if s.swing_keep and rc is not None and not feet[rc] and feet[1 - rc] \
                     and not r["on"][1 - rc]:
@@ -953,6 +971,7 @@ class BalanceController:
         """Drive the joints for the next ``stepSimulation`` of ``dt`` s: torques every step,
         or the motors' targets at a reference frame's first step and every ``plan_s``."""
         ch = self.char
+        self._clock += dt
         if self.s.drive == "motors":
             self._k += 1              # the frame's physics steps so far (``set_reference``: 0)
             every = self._plan_every
