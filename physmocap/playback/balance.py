@@ -244,8 +244,9 @@ class BalanceSettings:
             it planted or plants neither, whether or not a swing lifted it: lifted with no
             swing planned (the reference had it planted; a turning body had not put it down),
             it was left to the reference's joint angles on a pelvis turned off the
-            reference's and hung 10-29 cm above the floor for a quarter of a second while
-            the body stood on the other (the live sharp turns, heading 2 rad). ``STEPPING``
+            reference's, its ankle up to 30 cm above the floor (7 cm standing) for a quarter
+            of a second while the body sank on the other (the live sharp turns, heading 2
+            rad). ``STEPPING``
             on: the live head circle turned the other way (``benchmarks/physical_diagnosis.py
             live_mirrored``) up 20 s (down at 14.38 s without).
         recover_choose: which foot takes a recovery step from both feet: the capture point
