@@ -246,9 +246,11 @@ class BalanceSettings:
             it was left to the reference's joint angles on a pelvis turned off the
             reference's, its ankle up to 30 cm above the floor (7 cm standing) for a quarter
             of a second while the body sank on the other (the live sharp turns, heading 2
-            rad). ``STEPPING``
-            on: the live head circle turned the other way (``benchmarks/physical_diagnosis.py
-            live_mirrored``) up 20 s (down at 14.38 s without).
+            rad). ``STEPPING`` on: the live head circle turned the other way
+            (``benchmarks/physical_diagnosis.py live_mirrored``) up 20 s (down at 14.38 s
+            without), pushes 5 of 6 at rest (4), the demo walk started 0.3 / 0.6 / 0.9 s into
+            its cycle up / up / down at 2.44 s (down at 1.27 s / up / up); the sharp turns
+            still fall (``benchmarks/RESULTS.md``, "Live coupling, fully physical").
         recover_choose: which foot takes a recovery step from both feet: the capture point
             more than ``recover_side`` m outside the feet (across the heading), that side's
             foot (the other would cross under the body); else the foot farther from the
