@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,10 @@ from physmocap.matching.features import compute_features
 from physmocap.matching.trajectory import Joystick, load_input
 from physmocap.playback import LivePlayback, run_live
 from physmocap.playback.live import standing_frame
+
+# the inputs turned and mirrored as ``benchmarks/physical_diagnosis.py`` measures them
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from physical_diagnosis import _mirrored_input, _turned_input  # noqa: E402
 
 
 def _bandai_db(data_dir, *patterns, stand: bool = False):
@@ -402,11 +408,7 @@ def test_stepping_lands_a_foot_left_in_the_air(live_db, project_root):
     from physmocap.playback import TrackingSettings
     from physmocap.playback.balance import STEPPING
     db, feats = live_db
-    src = load_input(project_root / "scenes/inputs/head_circle.toml")
-    m = np.array([1.0, -1.0, 1.0])
-    src = dataclasses.replace(src, pos=np.asarray(src.pos) * m,
-                              rot=np.asarray(src.rot) * np.array([-1.0, 1.0, -1.0, 1.0]),
-                              forward=tuple(np.asarray(src.forward, float) * m))
+    src = _mirrored_input(load_input(project_root / "scenes/inputs/head_circle.toml"))
     for land_air in (False, True):
         settings = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
             STEPPING, land_air=land_air))
@@ -485,16 +487,12 @@ def test_stepping_walks_off_into_the_mirrored_figure_eight(live_db, project_root
     with the reference's velocities (as before ``start_at_rest``) it was down at 1.28 s,
     walking off into its first turn (``physical_diagnosis.py live_mirrored``: 4 of 6 headings
     up at rest, 0 of 6 moving)."""
-    import dataclasses
-
     from physmocap.playback import TrackingSettings
     from physmocap.playback.balance import STEPPING
     db, feats = live_db
     yaw = -0.7
-    src = load_input(project_root / "scenes/inputs/figure_eight.toml")
-    c, s = np.cos(yaw), np.sin(yaw)
-    src = dataclasses.replace(src, points=np.asarray(src.points)[:, :2] * [1.0, -1.0]
-                              @ np.array([[c, s], [-s, c]]))
+    src = _turned_input(_mirrored_input(
+        load_input(project_root / "scenes/inputs/figure_eight.toml")), yaw)
     settings = TrackingSettings(balance=True, balance_gains=STEPPING)
     for at_rest, seconds in ((False, 3.0), (True, 20.0)):
         ctrl = Controller(db, feats, src, start_yaw=yaw)

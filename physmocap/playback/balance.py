@@ -611,12 +611,12 @@ class BalanceController:
             # Not a swing of a frame or two (a flickering reference foot, a bounce)
             # (``swing_keep``: also through frames with no reference foot planted)
             keep = s.swing_keep and not r["on"].any()
-            late = [sd for sd in self._last_swing if (r["on"][sd] or keep) and not feet[sd]
-                    and feet[1 - sd] and self._rec is None and self._swt[sd] >= s.swing_wait]
-            if s.land_air and not late:
-                late = [sd for sd in (0, 1) if (r["on"][sd] or keep) and not feet[sd]
-                        and feet[1 - sd] and self._rec is None
-                        and self._clock - self._on_t[sd] >= s.swing_wait]
+            # (``land_air``: also a foot in the air that long with no swing planned. At most
+            # one foot is in the air with the other down, so at most one is late)
+            late = [sd for sd in (0, 1) if (r["on"][sd] or keep) and not feet[sd]
+                    and feet[1 - sd] and self._rec is None
+                    and ((sd in self._last_swing and self._swt[sd] >= s.swing_wait)
+                         or (s.land_air and self._clock - self._on_t[sd] >= s.swing_wait))]
             rc = self._rec
             if s.swing_keep and rc is not None and not feet[rc] and feet[1 - rc] \
                     and not r["on"][1 - rc]:
