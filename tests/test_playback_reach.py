@@ -395,6 +395,33 @@ def test_track_with_hand_targets_reaches_them(body):
     assert settled(free.motion)["hand_error_m"] > 0.3
 
 
+def test_track_places_the_body_with_its_hands_on_the_first_targets(body):
+    """The first frame (the body placed on the reference, not simulated) has its arms bent to
+    the targets too, and its arm velocities are those of the bent poses: before, its hands
+    were where the reference's were (here straight out sideways; on held-out avatar runs,
+    grounded, 0.7-2.9 cm off)."""
+    F, fps = 30, 60.0
+    root = np.tile(body.skeleton.offsets[0] + np.array([0.0, 0.0, 0.03]), (F, 1))
+    ref = Motion(body.skeleton, fps, root, quat.identity((F, len(body))))
+    shoulders = ref.gpos[:, [body.index(h) for h in ("LeftUpperArm", "RightUpperArm")]]
+    fwd = quat.rotate(ref.lrot[0, 0], np.array([1.0, 0.0, 0.0]))
+    t = shoulders + 0.3 * fwd + np.array([0.0, 0.0, -0.2])
+    m = track(ref, body, hand_targets=t).motion
+    assert abs(m.root_pos[0, 2] - root[0, 2]) > 0.005           # grounded: the root moved
+    first = np.linalg.norm(hands_of(body, m.root_pos[0], m.lrot[0]) - t[0], axis=-1)
+    assert first.max() < 1e-3
+    # and the next frame starts from there: still within 1 cm
+    assert np.linalg.norm(hands_of(body, m.root_pos[1], m.lrot[1]) - t[1], axis=-1).max() < 0.01
+    # a NaN row: that hand placed as the reference has it
+    t2 = t.copy()
+    t2[:, 1] = np.nan
+    m2 = track(ref, body, hand_targets=t2).motion
+    free = track(ref, body).motion
+    right = [body.index(h) for h in ("RightUpperArm", "RightLowerArm", "RightHand")]
+    assert np.allclose(m2.lrot[0, right], free.lrot[0, right], atol=1e-6)
+    assert np.linalg.norm(hands_of(body, m2.root_pos[0], m2.lrot[0])[0] - t[0, 0]) < 1e-3
+
+
 def test_reach_lead_takes_the_lag_out_of_the_reaching_arms(body):
     """Hands following a target that circles before the chest at 1 turn/s: the arm motors'
     own lead (``reach_lead`` 0.012 s, against the body's ``joint_lead`` 0.008 s) keeps them

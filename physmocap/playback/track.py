@@ -866,9 +866,18 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     contacts = np.zeros((F, 2), bool)
     tr = Tracker(body, mode, settings, environment)
     hold_err = np.full((F, len(environment.holds) if environment else 0), np.nan)
+    pose0, pose1 = ref.lrot[0], ref.lrot[1]
+    if hand_targets is not None:
+        # the first pose reaches too (``step`` bends the arms from frame 1 on): grounded, the
+        # reference's shoulders had moved, and the first frame's hands were 0.7-2.9 cm off
+        # (held-out runs, ``benchmarks/avatar_eval.py --offset 5 --physics``)
+        arms = ArmReach(body.skeleton)
+        poses = [(ref.root_pos[f], ref.lrot[f]) for f in (0, 1)]
+        # each bent on its own chest (the body placed on the pose: no deviation yet)
+        pose0, pose1 = (arms.bend(q, q, q, hand_targets[f]) for f, q in enumerate(poses))
     try:
-        tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0],
-                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1]), dt=dt)
+        tr.reset(ref.root_pos[0], ref.lrot[0, 0], pose0,
+                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], pose1), dt=dt)
         root[0], lrot[0] = tr.char.pose()
         contacts[0], pen[0] = tr.char.contacts()
         t0 = time.perf_counter()
