@@ -151,10 +151,12 @@ class TrackingSettings:
             controllers, 0.45 / 0.40 / 0.38 / 0.39 / 0.43 cm; bent before every step, first
             included, 1/120 / 1/80 s: 98.6 / 97.9 %. With 1/120 s (kept) all held-out clips,
             ``--offset 5`` / ``--offset 3``: 99.5 / 99.0 % within 1 cm, 0.24 / 0.24 cm, runs
-            97.5-99.5 / 90.4-99.5 % (98.8 / 98.3 %, runs 91-98.5 / 82-99 % before); one run
-            clip back to back 57 against 67 frames/s, before a re-solve was cut from 455 to
-            287 µs (``ArmReach.bend_chest`` in plain floats, the chests' chains alone, the
-            frame's reference kinematics once a frame; the same poses bit for bit).
+            97.5-99.5 / 90.4-99.5 % (98.8 / 98.3 %, runs 91-98.5 / 82-99 % before; since
+            ``track`` places the body on its first frame with the arms reaching, 99.8 / 99.3 %,
+            runs 97.5-100 / 90.4-100 %); one run clip back to back 57 against 67 frames/s,
+            before a re-solve was cut from 455 to 287 µs (``ArmReach.bend_chest`` in plain
+            floats, the chests' chains alone, the frame's reference kinematics once a frame; the
+            same poses bit for bit).
         reach_min_torque: N·m, per axis, the floor of the motor force limit of the reaching
             arms' joints and of their clavicles (joint motors), instead of ``joint_min_torque``
             (both modes) while the hands reach for targets: a landing jolts the chest, and arms
