@@ -830,7 +830,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
             seconds from the reference's first frame), see ``environment.py``.
         hand_targets: ``(F, 2, 3)`` m world points, per reference frame, that the left and right
             hands reach for (a three-point avatar's controllers; NaN: none that frame):
-            ``Tracker.step``'s ``reach``. The report gains ``hands`` (``reach.reach_report``).
+            ``Tracker.step``'s ``reach``, and the body is placed on the first frame with its
+            arms bent to them. The report gains ``hands`` (``reach.reach_report``).
     Returns:
         a ``TrackResult``.
     """
