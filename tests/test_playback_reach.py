@@ -397,9 +397,10 @@ def test_track_with_hand_targets_reaches_them(body):
 
 def test_track_places_the_body_with_its_hands_on_the_first_targets(body):
     """The first frame (the body placed on the reference, not simulated) has its arms bent to
-    the targets too, and its arm velocities are those of the bent poses: before, its hands
-    were where the reference's were (here straight out sideways; on held-out avatar runs,
-    grounded, 0.7-2.9 cm off)."""
+    the targets too (before, its hands were where the reference's were: here straight out
+    sideways; on held-out avatar runs, grounded, 0.7-2.9 cm off), and the arms start with the
+    bent poses' velocities, so the second frame is still on the targets. A NaN row leaves
+    that arm as the reference has it."""
     F, fps = 30, 60.0
     root = np.tile(body.skeleton.offsets[0] + np.array([0.0, 0.0, 0.03]), (F, 1))
     ref = Motion(body.skeleton, fps, root, quat.identity((F, len(body))))
