@@ -73,6 +73,9 @@ of the controller, all over the wrist-frames whose controller is within the arm'
 shoulder (``reach %`` of them: ``playback.reach.reach_report``). The simulated arms are bent
 again every frame for the simulated shoulders (``playback.reach.ArmReach``, as ``avatar
 --physics`` does); ``--no-reach`` leaves them to the reference, to show what that does.
+Below the table, the reachable wrist-frames farther than 1 cm, binned by the controller's
+speed relative to the simulated shoulder (``shoulder_speed``, ``misses_by_speed``): where the
+simulated arms miss.
 """
 from __future__ import annotations
 
@@ -222,6 +225,35 @@ def seconds_arg(text: str) -> float:
     return v
 
 
+def shoulder_speed(shoulders: np.ndarray, targets: np.ndarray, fps: float) -> np.ndarray:
+    """``(F, K)`` m/s: how fast each target moves relative to its shoulder, from the world
+    positions ``shoulders``, ``targets (F, K, 3)`` m (``np.gradient`` over frames: central
+    differences, one-sided at the ends). A hand swinging past its shoulder is the hard case
+    for a simulated arm to follow."""
+    n = min(len(shoulders), len(targets))
+    if n < 2:
+        return np.zeros((n, targets.shape[1]))
+    rel = targets[:n] - shoulders[:n]
+    return np.linalg.norm(np.gradient(rel, 1.0 / fps, axis=0), axis=-1)
+
+
+SPEED_BINS = (0.0, 1.0, 2.0, 3.0, 4.0, np.inf)     # m/s
+
+
+def misses_by_speed(dist: np.ndarray, ok: np.ndarray, speed: np.ndarray,
+                    edges=SPEED_BINS, tolerance: float = 0.01) -> list[tuple]:
+    """The reachable wrist-frames (``ok``) binned by ``speed`` (m/s, ``shoulder_speed``):
+    ``(low, high, count, share farther than tolerance m)`` per bin (share ``nan`` when the
+    bin is empty). ``dist``, ``ok``, ``speed``: equal shapes, e.g. ``(F, 2)``."""
+    d, s = np.asarray(dist)[ok], np.asarray(speed)[ok]
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        m = (s >= lo) & (s < hi)
+        out.append((lo, hi, int(m.sum()), float(np.mean(d[m] > tolerance)) if m.any()
+                    else float("nan")))
+    return out
+
+
 def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True,
                 start: float = 0.0) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
@@ -231,7 +263,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     the truth's) frame that far in, and tracked from there."""
     from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
-    from physmocap.playback.reach import hand_distances, reach_report
+    from physmocap.playback.reach import ArmReach, hand_distances, reach_report
     from physmocap.playback.track import track_any
 
     sk = body.skeleton
@@ -258,6 +290,8 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     # the hands against the controllers, over the frames where the arm reaches them
     hs = reach_report(sk, res.motion.root_pos, res.motion.lrot, targets)
     hand_dist, _, hand_ok = hand_distances(sk, res.motion.root_pos, res.motion.lrot, targets)
+    hand_speed = shoulder_speed(res.motion.gpos[:, ArmReach(sk).shoulders], targets,
+                                motion.fps)
     hk = reach_report(sk, kin.root_pos, kin.lrot, targets)
     # the truth itself on the body, the same way: what the physics does to a real motion
     t_rep = track_any(tr, body, mode=mode, settings=settings).report()
@@ -294,6 +328,8 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
         # per frame, for --plot: the simulated wrists' distance to the controllers (F, 2) m and
         # whether each controller was within the arm's reach
         "hand_dist": hand_dist, "hand_ok": hand_ok,
+        # per frame (F, 2) m/s: each controller's speed relative to the simulated shoulder
+        "hand_speed": hand_speed,
     }
 
 
@@ -500,6 +536,12 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
     print("-" * len(head))
     print(phys_line(f"all ({int(w.sum())} frames)", total).rstrip()
           + "   (max of assist and penetration, median fr/s)")
+    bins = misses_by_speed(*(np.concatenate([r[k][:len(r["hand_speed"])] for r in rows])
+                             for k in ("hand_dist", "hand_ok", "hand_speed")))
+    print("reachable wrist-frames farther than 1 cm from the controller, by its speed relative "
+          "to the simulated shoulder: " + ", ".join(
+              f"{lo:.0f}{'+' if hi == np.inf else f'-{hi:.0f}'} m/s "
+              + (f"{100 * share:.1f} % of {n}" if n else "none") for lo, hi, n, share in bins))
     tw = {k: float(np.average([r["truth_" + k] for r in rows], weights=w))
           for k in ("tracking_error_m", "assist_mean_n", "skate_mm")}
     print(f"the truth clips tracked the same way: track {100 * tw['tracking_error_m']:.2f} cm, "

@@ -1,4 +1,5 @@
-"""``benchmarks/avatar_eval.py``'s ``--set NAME=VALUE``: values parsed, bad ones one line."""
+"""``benchmarks/avatar_eval.py``: ``--set NAME=VALUE`` values parsed, bad ones one line; the
+hands' misses binned by the controller's speed relative to the shoulder."""
 from __future__ import annotations
 
 import argparse
@@ -6,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
-from avatar_eval import settings_arg  # noqa: E402
+from avatar_eval import misses_by_speed, settings_arg, shoulder_speed  # noqa: E402
 
 
 def test_set_values_parse():
@@ -58,3 +60,34 @@ def test_bad_start_or_only_is_one_line(args, match, data_dir):
     assert r.returncode == 2
     assert match in r.stderr.strip().splitlines()[-1]
     assert "Traceback" not in r.stderr
+
+
+def test_shoulder_speed_is_the_target_s_speed_relative_to_the_shoulder():
+    F, fps = 50, 60.0
+    t = np.arange(F) / fps
+    shoulders = np.zeros((F, 2, 3))
+    shoulders[..., 0] = 3.0 * t[:, None]                    # the body runs at 3 m/s
+    targets = shoulders.copy()
+    targets[:, 0, 1] = 0.4 + 2.0 * t                        # the left hand 2 m/s sideways
+    targets[:, 1, 2] = 0.3 * np.sin(2 * np.pi * t)          # the right swings up and down
+    v = shoulder_speed(shoulders, targets, fps)
+    assert v.shape == (F, 2)
+    assert np.allclose(v[:, 0], 2.0)                        # the run itself does not count
+    peak = 0.3 * 2 * np.pi
+    assert v[:, 1].max() <= peak + 1e-9 and v[:, 1].max() > 0.98 * peak
+    # shorter shoulders than targets (a fall cut the simulated motion): the common frames
+    assert shoulder_speed(shoulders[:10], targets, fps).shape == (10, 2)
+    assert shoulder_speed(shoulders[:1], targets, fps).shape == (1, 2)
+
+
+def test_misses_by_speed_bins_the_reachable_wrist_frames():
+    dist = np.array([[0.005, 0.02], [0.012, 0.002], [0.03, 0.004], [0.0, 0.5]])
+    ok = np.array([[True, True], [True, True], [True, True], [True, False]])
+    speed = np.array([[0.5, 0.5], [1.5, 3.5], [3.2, 9.0], [0.2, 3.0]])
+    bins = misses_by_speed(dist, ok, speed)
+    assert [b[:3] for b in bins] == [(0.0, 1.0, 3), (1.0, 2.0, 1), (2.0, 3.0, 0),
+                                     (3.0, 4.0, 2), (4.0, np.inf, 1)]
+    shares = [b[3] for b in bins]
+    assert shares[0] == pytest.approx(1 / 3) and shares[1] == 1.0 and np.isnan(shares[2])
+    assert shares[3] == 0.5 and shares[4] == 0.0            # the unreachable 0.5 m not counted
+    assert misses_by_speed(dist, ok, speed, tolerance=0.05)[3][3] == 0.0
