@@ -420,7 +420,6 @@ def test_stepping_lands_a_foot_left_in_the_air(live_db, project_root):
                 head.append(ch.p.getLinkState(ch.body, link, physicsClientId=ch.client)[4][2])
                 if head[-1] < 1.0:
                     break
-        print("land_air", land_air, "head min", min(head), "frames", len(head))
         assert (min(head) > 1.3 and len(head) == 20 * 60) if land_air else min(head) < 1.0
 
 
