@@ -204,7 +204,7 @@ def settings_arg(text: str) -> tuple:
     known = {f.name for f in dataclasses.fields(TrackingSettings)}
     if not eq or name not in known:
         raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE with NAME a "
-                                         f"TrackingSettings field, e.g. reach_lead=0.01")
+                                         f"TrackingSettings field, e.g. reach_kp=2")
     if v.lower() in ("true", "false"):
         return name, v.lower() == "true"
     try:
@@ -377,7 +377,7 @@ def main() -> None:
                          "physics step (TrackingSettings.reach_every_step=False)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", type=settings_arg,
                     help="with --physics: a TrackingSettings field changed (a number, or "
-                         "true/false), e.g. --set reach_lead=0.01; repeatable")
+                         "true/false), e.g. --set reach_kp=2; repeatable")
     ap.add_argument("--start", type=seconds_arg, default=0.0, metavar="S",
                     help="with --physics: track from S seconds into each clip (the avatar's "
                          "and the truth's frame there), not from its first frame")

@@ -16,15 +16,15 @@ from avatar_eval import misses_by_speed, settings_arg, shoulder_speed  # noqa: E
 
 
 def test_set_values_parse():
-    assert settings_arg("reach_lead=0.01") == ("reach_lead", 0.01)
+    assert settings_arg("reach_kp=2.5") == ("reach_kp", 2.5)
     assert settings_arg(" solver_iterations = 30 ") == ("solver_iterations", 30)
     assert settings_arg("reach_every_step=False") == ("reach_every_step", False)
 
 
 @pytest.mark.parametrize("text, match", [
-    ("reach_lead", "expected NAME=VALUE"),
+    ("reach_kp", "expected NAME=VALUE"),
     ("no_such_field=1", "expected NAME=VALUE with NAME a TrackingSettings field"),
-    ("reach_lead=fast", "the value must be a number, true or false"),
+    ("reach_kp=fast", "the value must be a number, true or false"),
 ])
 def test_bad_set_is_an_argument_error(text, match):
     with pytest.raises(argparse.ArgumentTypeError, match=match):
@@ -32,8 +32,8 @@ def test_bad_set_is_an_argument_error(text, match):
 
 
 @pytest.mark.parametrize("arg, match", [
-    ("reach_lead=fast", "argument --set: 'reach_lead=fast': the value must be a number"),
-    ("reach_lead=-1", "--set: TrackingSettings: reach_lead must be a finite number >= 0"),
+    ("reach_kp=fast", "argument --set: 'reach_kp=fast': the value must be a number"),
+    ("reach_kp=-1", "--set: TrackingSettings: reach_kp must be a finite number > 0"),
 ])
 def test_bad_set_on_the_command_line_is_one_line(arg, match):
     """Refused before any data is read: exit 2, the usage and one error line."""

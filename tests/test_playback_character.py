@@ -32,9 +32,11 @@ def test_link_frames_match_forward_kinematics(rng):
         ch.close()
 
 
-def _spherical_motor_reaches(force) -> np.ndarray:
-    """One free rod on a spherical joint, no gravity, its position motor asked 0.5 rad about x
-    and about z with per-axis force limits ``force``: its Euler angles (rad) after 1 s."""
+def _spherical_motor(target, steps: int, force=(50, 50, 50), **gains) -> np.ndarray:
+    """One free rod on a spherical joint, no gravity, PyBullet's default 240 Hz step, its
+    position motor asked for the Euler angles ``target`` (rad) with per-axis force limits
+    ``force`` and ``gains`` (``positionGains``, ``velocityGains``, ``targetVelocities``, each
+    for the one joint): its Euler angles (rad) after each of ``steps`` steps, ``(steps, 3)``."""
     import pybullet as p
     c = p.connect(p.DIRECT)
     try:
@@ -49,14 +51,41 @@ def _spherical_motor_reaches(force) -> np.ndarray:
             linkInertialFrameOrientations=[[0, 0, 0, 1]], linkParentIndices=[0],
             linkJointTypes=[p.JOINT_SPHERICAL], linkJointAxis=[[0, 0, 1]], physicsClientId=c)
         p.setJointMotorControlMultiDofArray(
-            b, [0], p.POSITION_CONTROL, targetPositions=[p.getQuaternionFromEuler([0.5, 0, 0.5])],
-            positionGains=[0.25], forces=[list(force)], physicsClientId=c)
-        for _ in range(240):
+            b, [0], p.POSITION_CONTROL, targetPositions=[p.getQuaternionFromEuler(target)],
+            forces=[list(force)], physicsClientId=c, **{k: [v] for k, v in gains.items()})
+        out = []
+        for _ in range(steps):
             p.stepSimulation(physicsClientId=c)
-        return np.array(p.getEulerFromQuaternion(p.getJointStateMultiDof(b, 0,
-                                                                         physicsClientId=c)[0]))
+            out.append(p.getEulerFromQuaternion(p.getJointStateMultiDof(b, 0,
+                                                                        physicsClientId=c)[0]))
+        return np.array(out)
     finally:
         p.disconnect(c)
+
+
+def _spherical_motor_reaches(force) -> np.ndarray:
+    """The rod's Euler angles (rad) after 1 s, asked 0.5 rad about x and about z with
+    per-axis force limits ``force`` (``_spherical_motor``)."""
+    return _spherical_motor([0.5, 0, 0.5], 240, force, positionGains=0.25)[-1]
+
+
+def test_spherical_motor_closes_kp_times_a_fifth_of_its_error_per_step():
+    """PyBullet's spherical position motor asks for a joint velocity of ``kp * 0.2 * error /
+    dt`` (0.2: PyBullet's default erp) and ignores the target velocity and the velocity gain:
+    from rest, 0.5 rad off, one step closes 0.1 rad at ``kp`` 1 and 0.05 at 0.5, whatever the
+    velocity terms; at 2.5 half the error closes each step (``TrackingSettings.reach_kp``).
+    ``joint_lead`` and ``reach_ahead`` are built on this lag; a canary if PyBullet changes it."""
+    def first(kp, **kw):
+        # a force limit the rod never meets (5 kg, 0.4 m: 50 N·m saturates it)
+        return _spherical_motor([0.5, 0, 0], 3, (1e5,) * 3, positionGains=kp, **kw)[:, 0]
+
+    np.testing.assert_allclose(first(1.0), [0.1, 0.18, 0.244], atol=1e-3)
+    np.testing.assert_allclose(first(0.5), [0.05, 0.095, 0.1355], atol=1e-3)
+    np.testing.assert_allclose(first(1.0, velocityGains=0.0, targetVelocities=[5.0, 0, 0]),
+                               first(1.0), atol=1e-9)
+    np.testing.assert_allclose(first(1.0, velocityGains=5.0, targetVelocities=[-5.0, 0, 0]),
+                               first(1.0), atol=1e-9)
+    np.testing.assert_allclose(first(2.5), [0.25, 0.375, 0.4375], atol=1e-3)
 
 
 def test_spherical_motor_force_limit_is_its_first_component():

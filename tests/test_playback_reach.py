@@ -184,9 +184,9 @@ def sway_misses(body, on: TrackingSettings, off: TrackingSettings) -> tuple[floa
 def test_reach_every_step_follows_a_swaying_chest(body):
     """A standing reference swaying its trunk, the hands held at fixed points before it
     (``swaying``): the arms re-solved before every physics step from the simulated chest
-    keep the hands nearer than once per frame from a carried-on deviation (6.0 against 22.6
-    mm mean; 18.5 against 23.5 before ``reach_ahead``); without hand targets the setting
-    changes nothing, bit for bit."""
+    keep the hands nearer than once per frame from a carried-on deviation (1.9 against 25.7
+    mm mean; 6.0 against 22.6 before ``reach_kp``, 18.5 against 23.5 before ``reach_ahead``);
+    without hand targets the setting changes nothing, bit for bit."""
     every, once = sway_misses(body, TrackingSettings(), TrackingSettings(reach_every_step=False))
     assert every < once
 
@@ -222,8 +222,8 @@ def test_link_ahead_is_the_link_one_step_later(body):
 def test_reach_ahead_follows_a_swaying_chest_closer(body):
     """The swaying trunk again: arms bent for the chest carried half a frame (two physics
     steps) ahead along its velocity, where it is when the motors get there, keep the hands
-    nearer than for the chest as it is (6.0 against 21.4 mm mean); without targets the
-    setting changes nothing, bit for bit."""
+    nearer than for the chest as it is (1.9 against 12.7 mm mean; 6.0 against 21.4 before
+    ``reach_kp``); without targets the setting changes nothing, bit for bit."""
     ahead, now = sway_misses(body, TrackingSettings(), TrackingSettings(reach_ahead=0.0))
     assert ahead < now
 
@@ -231,10 +231,11 @@ def test_reach_ahead_follows_a_swaying_chest_closer(body):
 def test_reaching_arms_and_clavicles_get_their_own_torque_floor(body, monkeypatch):
     """While the hands reach for targets the arm joints and clavicles are driven with at least
     ``reach_min_torque`` per axis (the rest of the body, and arms without a target, as
-    before); on a body bouncing as in a run (root 8 cm up and down, landing sharply 4 times
-    a second) the hands stay nearer their targets: 90th percentile 2.7 against 3.6 mm at the
-    60 N·m of the body's floor (at 3 landings a second, which the arms bent for the chest a
-    step ahead, ``reach_ahead``, follow within 1.9 mm either way, it no longer shows)."""
+    before); hands swung fast (targets circling 0.2 m around a point before each shoulder 3
+    times a second, 3.8 m/s, as a run's hands move past the shoulder) stay nearer their
+    targets: 90th percentile 3.1 against 9.1 mm at the 60 N·m of the body's floor. (A body
+    bouncing as in a run, root 8 cm up and down 4 times a second, hands held still before
+    it, showed it before ``reach_kp``: 2.7 against 3.6 mm; since, 0.6 mm either way.)"""
     from physmocap.playback.reach import ArmReach
     F, fps = 120, 60.0
     J = len(body)
@@ -272,14 +273,12 @@ def test_reaching_arms_and_clavicles_get_their_own_torque_floor(body, monkeypatc
                 want = np.maximum(base[j - 1], 120.0) if j in live else base[j - 1]
                 assert np.array_equal(forces[j - 1], want), (body.names[j], forces[j - 1])
             assert all(np.min(f) >= 120.0 for _, fs in calls[1:] for f in fs)  # the re-solves
-    ph = 2 * np.pi * 4.0 * np.arange(F) / fps
-    root = np.tile(body.skeleton.offsets[0], (F, 1))
-    root[:, 2] += 0.08 * np.abs(np.sin(ph / 2)) - 0.04
-    ref = Motion(body.skeleton, fps, root, quat.identity((F, J)))
-    still = Motion(body.skeleton, fps, np.tile(body.skeleton.offsets[0], (F, 1)),
-                   quat.identity((F, J)))
-    shoulders = still.gpos[:, [body.index(h) for h in ("LeftUpperArm", "RightUpperArm")]]
-    t = shoulders + np.array([0.3, 0.0, -0.2])                   # before the chest
+    ph = 2 * np.pi * 3.0 * np.arange(F) / fps
+    ref = Motion(body.skeleton, fps, np.tile(body.skeleton.offsets[0], (F, 1)),
+                 quat.identity((F, J)))
+    shoulders = ref.gpos[:, [body.index(h) for h in ("LeftUpperArm", "RightUpperArm")]]
+    circle = 0.2 * np.stack([np.zeros(F), np.cos(ph), np.sin(ph)], -1)[:, None]
+    t = shoulders + np.array([0.3, 0.0, -0.2]) + circle          # before the chest
     last = slice(F // 2, F)
 
     def p90(torque):
@@ -423,11 +422,14 @@ def test_track_places_the_body_with_its_hands_on_the_first_targets(body):
     assert np.linalg.norm(hands_of(body, m2.root_pos[0], m2.lrot[0])[0] - t[0, 0]) < 1e-3
 
 
-def test_reach_lead_takes_the_lag_out_of_the_reaching_arms(body):
-    """Hands following a target that circles before the chest at 1 turn/s: the arm motors'
-    own lead (``reach_lead`` 0.012 s, against the body's ``joint_lead`` 0.008 s) keeps them
-    nearer it; with no lead at all they trail it further still (measured over the second
-    second: 0.6, 2.1 and 7.1 mm)."""
+def test_reaching_arms_aim_where_the_target_is_when_their_motors_get_there(body):
+    """Hands following a target that circles before the chest at 1 turn/s. A spherical motor
+    closes ``reach_kp`` x 0.2 of its error per physics step, so the arm trails its target by
+    ``timestep / (0.2 reach_kp)``, one step past the step's own at 2.5: with the targets taken
+    that far ahead (``reach_ahead``, 1/120 s) the hands stay within a millimetre (measured
+    over the second second: 0.45 mm); with the targets of each step's start 5.3 mm; at
+    ``reach_kp`` 1 the same look-ahead is too short (7.8 mm) and its own lag, 1/48 s, right
+    again (0.47 mm)."""
     F, fps = 120, 60.0
     root = np.tile(body.skeleton.offsets[0], (F, 1))
     ref = Motion(body.skeleton, fps, root, quat.identity((F, len(body))))
@@ -442,8 +444,10 @@ def test_reach_lead_takes_the_lag_out_of_the_reaching_arms(body):
         return reach_report(body.skeleton, m.root_pos[last], m.lrot[last],
                             t[last])["hand_error_reachable_m"]
 
-    default, joint, none = err(), err(reach_lead=0.008), err(reach_lead=0.0, joint_lead=0.0)
-    assert default < joint < none
+    default = err()
+    assert default < 0.001
+    assert default < 0.5 * min(err(reach_ahead=0.0), err(reach_kp=1.0))
+    assert err(reach_kp=1.0, reach_ahead=TrackingSettings().timestep / 0.2) < 0.001
 
 
 def test_track_hand_targets_errors(body):
@@ -458,6 +462,8 @@ def test_track_hand_targets_errors(body):
         tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0])
         with pytest.raises(ShapeError, match=r"ArmReach: targets must be \(2, 3\)"):
             tr.step(ref.root_pos[1], ref.lrot[1, 0], ref.lrot[1], 1 / 60, reach=np.zeros(3))
+        with pytest.raises(ShapeError, match=r"reset: reach must be \(2, 3\), got \(3,\)"):
+            tr.reset(ref.root_pos[0], ref.lrot[0, 0], ref.lrot[0], reach=np.zeros(3))
     # all-NaN targets: the arms follow the reference as without targets, bit for bit (a walk:
     # the motors' lead matters), and the report says there were none
     from physmocap.demo import make_demo_capture

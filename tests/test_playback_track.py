@@ -126,7 +126,7 @@ def test_stance_rise_per_mode():
     (dict(stance_rise=0.0), "stance_rise must be None or a finite number > 0"),
     (dict(stance_rise="fast"), "stance_rise"),
     (dict(ground_still=-0.1), "ground_still must be a finite number >= 0"),
-    (dict(reach_lead=-0.01), "reach_lead must be a finite number >= 0"),
+    (dict(reach_kp=0.0), "reach_kp must be a finite number > 0"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):
     with pytest.raises(SettingsError, match=match):

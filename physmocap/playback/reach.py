@@ -18,13 +18,14 @@ average, 8 % of those wrist-frames within 1 cm; with ``ArmReach`` 0.32 cm and 97
   ``t' = R1 S1⁻¹ t = R1 (E Dᵃ)⁻¹ R1⁻¹ t``, and the two-bone IK bends the reference's arm there
   (elbow in its bend plane, hand keeping its world rotation).
 
-The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, leading their
-targets a little further than the rest of the body's (``TrackingSettings.reach_lead``). Within the
-frame the chest moves on (a run's swings further than the carried-on deviation says): ``Tracker``
-bends the arms again before every physics step for the chest the simulation has then, carried along
-its velocity to where it is when the motors get there (``bend_chest`` with ``predict=False``: the
-deviation as read, not carried on; ``TrackingSettings.reach_every_step``, ``reach_ahead``; not
-under balance feedback, whose plan sets every motor). Only the arm joints' targets change: the rest
+The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, with a
+stiffer gain than the rest of the body's (``TrackingSettings.reach_kp``). Within the frame the
+chest moves on (a run's swings further than the carried-on deviation says): ``Tracker`` bends the
+arms again before every physics step for the chest the simulation has then, carried along its
+velocity to where it is when the motors get there, and for the controllers and the reference
+interpolated to that time (``bend_chest`` with ``predict=False``: the deviation as read, not
+carried on; ``TrackingSettings.reach_every_step``, ``reach_ahead``; not under balance feedback,
+whose plan sets every motor). Only the arm joints' targets change: the rest
 of the reference, and the physics, are untouched, so it holds in both root modes. Two loops were
 tried and dropped, both unstable through the light clavicle, which the swinging arm's reaction
 turns: the deviation taken at the clavicle itself (a standing body reaching from its T-pose to a

@@ -50,7 +50,8 @@ _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", "reach_every_step", *_MODE_DEFAULTS)
-_POSITIVE = ("timestep", "assist_i_time", "fall_speed", "stance_height", "stance_speed",
+_POSITIVE = ("timestep", "reach_kp", "assist_i_time", "fall_speed", "stance_height",
+             "stance_speed",
              "stance_rise")
 
 
@@ -82,10 +83,12 @@ class TrackingSettings:
             a light segment carrying a heavy one (clavicle + arm, toes + body) makes the joint
             motors oscillate at 240 Hz otherwise.
         joint_kp, joint_kd: PyBullet motor position / velocity gains (dimensionless, per
-            step: the motor asks for ``kp * error / dt + kd * velocity error``). PyBullet's
-            spherical joint motor (every joint of this body) uses only the position gain: the
-            velocity gain and the target velocities have no effect (measured: ``joint_kd`` 0,
-            1 and 5 track the demo walk bit for bit alike; bullet3 issues #2740, #4533).
+            step). PyBullet's spherical joint motor (every joint of this body) uses only the
+            position gain: it asks for a joint velocity of ``kp * 0.2 * error / dt`` (0.2:
+            PyBullet's default erp), and the velocity gain and the target velocities have no
+            effect (measured: ``joint_kd`` 0, 1 and 5 track the demo walk bit for bit alike;
+            bullet3 issues #2740, #4533; one step closes 20 % of the error at kp 1:
+            ``tests/test_playback_character.py``).
         joint_max_torque: N·m, per axis, the motors' force limit, scaled per joint by the
             mass it carries (segments below it / total) with floor ``joint_min_torque``.
         joint_min_torque: N·m, that floor; ``None``: 60 in ``"assist"`` mode, 30 in
@@ -118,15 +121,20 @@ class TrackingSettings:
             orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
             frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
             keeps 0: its balance controller and ``STEPPING`` were tuned without it.
-        reach_lead: s, the arm joints' motor lead instead of ``joint_lead`` (both modes, joint
-            motors) while the hands reach for targets (``Tracker.step``'s ``reach``): a hand
-            bent onto a target moves faster than the reference's own, and its motors trailed it.
-            Held-out avatar clips (``benchmarks/avatar_eval.py --physics``, assist; measured
-            with ``ArmReach(extrapolate=0)``), hands to reachable controllers with 0.008 / 0.012
-            / 0.016 / 0.024 s on one run and one walk: 1.21 / 0.91 / 1.02 / 2.09 and 0.45 / 0.29
-            / 0.46 / 1.10 cm; over all 14 clips of ``--offset 5``, 0.008 -> 0.012: 0.57 -> 0.38
-            cm, 88 -> 95 % within 1 cm (checked on the other held-out split ``--offset 3``: 0.56
-            -> 0.38 cm, 89 -> 94 %).
+        reach_kp: the reaching arms' motor position gain (joint motors, both modes; shoulder,
+            elbow and wrist while the hands reach for targets, ``Tracker.step``'s ``reach``),
+            instead of ``joint_kp``. A PyBullet spherical motor closes ``kp`` x 0.2 (PyBullet's
+            default erp) of its angle error per physics step (``joint_kp``), so at 1 an arm
+            trails a moving target by about ``timestep / 0.2`` (21 ms): a fast swinging hand
+            missed its controller however the motors were led. At 2.5 half the error closes per
+            step and the arm lags one step; the controllers are taken ``reach_ahead`` (two
+            steps: the step's own and the lag) past each step's start. Held-out avatar clips
+            (``benchmarks/avatar_eval.py --physics``, assist), ``--offset 5`` / ``--offset 3``:
+            wrist-frames within 1 cm of the reachable controllers 100.0 / 99.8 % (99.8 / 99.3 %
+            at 1 with the motors led 12 ms along the bent arms' velocities and the frame's
+            controllers for every step), 0.15 / 0.16 cm; the five runs alone (``--only run``)
+            at 2 / 2.5 / 3 / 4 / 5, each with ``reach_ahead = timestep / (0.2 kp)``: 99.9 /
+            100.0 / 99.9 / 99.9 / 99.5 % and 99.7 / 99.6 / 99.5 / 99.4 / 99.3 %.
         reach_every_step: the reaching arms are bent again before every physics step of a
             frame, from the simulated chest then (read from PyBullet and carried on by
             ``reach_ahead``, ``ArmReach.bend_chest``; the reference interpolated across the
@@ -141,10 +149,15 @@ class TrackingSettings:
             (``--offset 3``) runs 70-98 against 61-95 %, all 0.29 against 0.33 cm, 97.3
             against 96.1 %. It costs three more bends a frame: 75 against 106 frames/s
             (four since ``reach_ahead``).
-        reach_ahead: s, how far along its velocity (linear and angular, from PyBullet) the
-            simulated chest is carried before the arms are bent for it (``reach_every_step``;
-            0: the chest as it is): the stiff arm motors get to their targets over the step,
-            by when the chest has moved on (in a run at 3 m/s, 1.3 cm a step). Held-out runs
+        reach_ahead: s, how far past each physics step's start the arms are bent for
+            (``reach_every_step``): the simulated chest carried that far along its velocity
+            (linear and angular, from PyBullet), the reference and the controllers taken at
+            that time (the controllers interpolated between the frame's and the frame
+            before's, carried on past the frame's end); 0: the chest as it is. The arm motors
+            get to their targets at the step's end plus their lag (``reach_kp``: 1/120 s in
+            all at 2.5), by when a running chest has moved on 1.3 cm a step. Measured before
+            ``reach_kp`` (the arms at ``joint_kp``, led 12 ms, only the chest carried ahead,
+            the frame's controllers and reference for every step); held-out runs
             (the five run clips of ``benchmarks/avatar_eval.py --offset 5 --physics --only
             run``, assist, the steps after each frame's first): 0 / 1/240 / 1/120 / 1/80 /
             1/60 s put 95.6 / 98.1 / 98.2 / 98.2 / 96.5 % of wrist-frames within 1 cm of the
@@ -289,7 +302,7 @@ class TrackingSettings:
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
     joint_lead: float | None = None
-    reach_lead: float = 0.012
+    reach_kp: float = 2.5
     reach_every_step: bool = True
     reach_min_torque: float = 120.0
     reach_ahead: float = 1.0 / 120.0
@@ -451,6 +464,7 @@ class Tracker:
         self.falls: list[dict] = []
         self._ref = None
         self._arms = None                        # ``ArmReach``, built at the first ``reach``
+        self._reach = None                       # the hands' targets of the frame before
         self._chests = None                      # its distinct chests (built with it)
         self.balance = None
         if mode == "physical" and s.balance:
@@ -474,12 +488,15 @@ class Tracker:
         lrot[0] = root_rot
         return root_pos, root_rot, lrot
 
-    def reset(self, root_pos, root_rot, lrot, next_pose=None, dt: float | None = None) -> None:
+    def reset(self, root_pos, root_rot, lrot, next_pose=None, dt: float | None = None,
+              reach=None) -> None:
         """Place the character in a pose: ``root_pos (3,)`` m, ``root_rot (4,)`` xyzw (world),
         ``lrot (J, 4)`` xyzw (``lrot[0]`` is replaced by ``root_rot``).
 
         With ``next_pose = (root_pos, root_rot, lrot)`` and ``dt`` s, the initial velocities are
-        the finite differences to that pose; else the body starts at rest.
+        the finite differences to that pose; else the body starts at rest. ``reach``: ``(2,
+        3)`` m, the points the hands of this pose reach for, if any (the first ``step``
+        interpolates its own targets from them; without: from its own).
         """
         root_pos, root_rot, lrot = self._check(root_pos, root_rot, lrot)
         v = w = ja = None
@@ -491,6 +508,9 @@ class Tracker:
             w = _ang_vel(root_rot, r1, dt, local=False)
             ja = _ang_vel(lrot, l1, dt, local=True)
         self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
+        if reach is not None and np.shape(reach) != (2, 3):
+            raise ShapeError(f"reset: reach must be (2, 3), got {np.shape(reach)}")
+        self._reach = None if reach is None else np.array(reach, float)   # the last targets
         if self.holds is not None:
             self.holds.release_all()
         self.char.reset(root_pos, lrot, v, w, ja)
@@ -558,9 +578,9 @@ class Tracker:
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
         pos0, rot0, lrot0, _, _ = self._ref
         rot1 = rot1 if float(rot1 @ rot0) >= 0 else -rot1
-        lead, forces = self._lead, self._forces
+        lead, forces, kp = self._lead, self._forces, self._kp
         ref1 = (pos1, lrot1)                    # the frame's reference, its arms as they are
-        fk1 = js = None
+        js = None
         if reach is not None:
             if self._arms is None:
                 self._arms = ArmReach(self.body.skeleton)
@@ -568,15 +588,16 @@ class Tracker:
                 qs, which = np.unique(self._arms.frames, return_inverse=True)
                 self._chests = (qs.tolist(), which)
             a = self._arms
-            # ref1's forward kinematics once for the frame's bends (``ArmReach.bend_chest``)
-            fk1 = forward_kinematics_frame(self.body.skeleton, lrot1, pos1)
-            lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach, fk1=fk1)
+            lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
             live = ~np.isnan(reach).any(axis=1)
             js = a.joints[live].ravel()         # the reaching arms' joints
-            if live.any():      # the reaching arms' own motor lead and torque floor
+            if live.any():      # the reaching arms' own gain, no lead, and torque floor
                 lead = np.full((self.J, 1), lead)
-                lead[js] = s.reach_lead
+                lead[js] = 0.0               # their targets are taken ahead (``_reach_again``)
+                kp = list(kp)
                 forces = [list(f) for f in forces]
+                for j in js:
+                    kp[j - 1] = s.reach_kp
                 for j in np.concatenate([js, a.parents[live]]):
                     forces[j - 1] = [max(x, s.reach_min_torque) for x in forces[j - 1]]
         vel1 = (pos1 - pos0) / dt
@@ -593,7 +614,7 @@ class Tracker:
             target = lrot1 if np.all(lead == 0) else _led(lrot1, jvel, lead)
             p.setJointMotorControlMultiDofArray(
                 b, self.char.links, p.POSITION_CONTROL, targetPositions=target[1:].tolist(),
-                targetVelocities=jvel[1:].tolist(), positionGains=self._kp,
+                targetVelocities=jvel[1:].tolist(), positionGains=kp,
                 velocityGains=self._kd, forces=forces, physicsClientId=c)
         else:
             bal.set_reference(pos1, rot1, lrot1, ang1, jvel, dt)
@@ -603,8 +624,7 @@ class Tracker:
         again = None            # the arms' motors re-aimed before each physics step
         if js is not None and len(js) and bal is None and s.reach_every_step:
             links = (js - 1).tolist()
-            again = (js, links, jvel[js], np.broadcast_to(lead, (self.J, 1))[js],
-                     [self._kp[i] for i in links], [self._kd[i] for i in links],
+            again = (js, links, jvel[js], [kp[i] for i in links], [self._kd[i] for i in links],
                      [forces[i] for i in links])
         n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
@@ -641,10 +661,11 @@ class Tracker:
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
             if again is not None:
-                self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, fk1, again)
+                self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, again)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
+        self._reach = None if reach is None else np.array(reach, float)
 
         root, lrot = self.char.pose()
         self._sim = (root, lrot)
@@ -674,28 +695,37 @@ class Tracker:
                 "hold_error_m": np.zeros(0) if self.holds is None else self.holds.errors()}
         return root, lrot[0].copy(), lrot, info
 
-    def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, dt: float, fk1: tuple,
+    def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, dt: float,
                      motors: tuple) -> None:
         """Before a physics step, ``a`` (0..1) of the way through the frame: the reaching arms
-        bent again from the simulated chest carried ``reach_ahead`` s along its velocity
-        (``TrackingSettings.reach_every_step``), their motors retargeted (the rest keep the
-        frame's targets). ``ref0``, ``ref1``: the references at the frame's start (as bent)
-        and end (as given); ``dt``: the frame's s; ``fk1``: ``ref1``'s forward kinematics;
-        ``motors``: the frame's, for the reaching arms' joints ``js`` (``step``): ``(js,
-        links, joint velocities (N, 3), lead (N, 1) s, position gains, velocity gains,
-        force limits)``."""
+        bent again for the time ``reach_ahead`` s later (``TrackingSettings.reach_every_step``):
+        the simulated chest carried there along its velocity, the reference and the hands'
+        targets interpolated there (past the frame's end: carried on), their motors retargeted
+        (the rest keep the frame's targets). ``ref0``, ``ref1``: the references at the frame's
+        start (as bent) and end (as given); ``reach``: the frame's targets (the frame before's
+        are ``self._reach``); ``dt``: the frame's s; ``motors``: the frame's, for the reaching
+        arms' joints ``js`` (``step``): ``(js, links, joint velocities (N, 3), position gains,
+        velocity gains, force limits)`` (no lead: the targets are taken ahead)."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
-        js, links, jv, lead, kp, kd, forces = motors
+        js, links, jv, kp, kd, forces = motors
         qs, which = self._chests
         T = self.s.reach_ahead
         x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
         for i, q in enumerate(qs):           # each distinct chest once (the arms share one)
             x[i], g[i] = link_ahead(p, b, q - 1, T, c)
-        a = a + T / dt               # the reference as far ahead (past ref1: carried on)
-        now = (ref0[0] + a * (ref1[0] - ref0[0]), quat.slerp(ref0[1], ref1[1], a))
-        lrot = arms.bend_chest((x[which], g[which]), now, ref1, reach, predict=False, fk1=fk1)
+        a = a + T / dt
+        # the targets then: the motors get there ``reach_ahead`` after the step's start
+        prev = reach if self._reach is None else self._reach
+        targets = np.where(np.isnan(prev), reach, prev + a * (reach - prev))
+        # the reference then, its arms as given (a slerp from the bent arms of the frame's
+        # start, carried past its end, flipped hanging arms' elbows: walks' hands 1.8 cm off)
+        lrot = quat.slerp(ref0[1], ref1[1], a)
+        lrot[arms.joints.ravel()] = ref1[1][arms.joints.ravel()]
+        now = (ref0[0] + a * (ref1[0] - ref0[0]), lrot)
+        fk = forward_kinematics_frame(self.body.skeleton, lrot, now[0])
+        lrot = arms.bend_chest((x[which], g[which]), now, now, targets, predict=False, fk1=fk)
         p.setJointMotorControlMultiDofArray(
-            b, links, p.POSITION_CONTROL, targetPositions=_led(lrot[js], jv, lead).tolist(),
+            b, links, p.POSITION_CONTROL, targetPositions=lrot[js].tolist(),
             targetVelocities=jv.tolist(), positionGains=kp, velocityGains=kd, forces=forces,
             physicsClientId=c)
 
@@ -880,7 +910,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         pose0, pose1 = (arms.bend(q, q, q, hand_targets[f]) for f, q in enumerate(poses))
     try:
         tr.reset(ref.root_pos[0], ref.lrot[0, 0], pose0,
-                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], pose1), dt=dt)
+                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], pose1), dt=dt,
+                 reach=None if hand_targets is None else hand_targets[0])
         root[0], lrot[0] = tr.char.pose()
         contacts[0], pen[0] = tr.char.contacts()
         t0 = time.perf_counter()
