@@ -157,8 +157,9 @@ class BalanceSettings:
             and across the sole.
         motor_kp, motor_kd: the motors' position and velocity gains (motors drive; the
             velocity gain has no effect on PyBullet's spherical motors, see
-            ``TrackingSettings.joint_kd``). At 1 a motor asks for the whole error back within
-            one physics step: rigid legs, and every landing an impact that throws the body
+            ``TrackingSettings.joint_kd``). A motor closes ``kp`` x 0.2 of its error per
+            physics step (``TrackingSettings.joint_kp``): at 1 a fifth, a time constant of
+            about 21 ms: rigid legs, and every landing an impact that throws the body
             back into the air (the demo walk's first: 2.8 body weights, 7 cm up;
             ``benchmarks/physical_diagnosis.py anatomy``);
             ``STEPPING`` walks at 0.2-0.3 (measured, demo walk) and falls at 0.33 and above.
