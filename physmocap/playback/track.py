@@ -51,8 +51,7 @@ _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", "reach_every_step", *_MODE_DEFAULTS)
 _POSITIVE = ("timestep", "reach_kp", "assist_i_time", "fall_speed", "stance_height",
-             "stance_speed",
-             "stance_rise")
+             "stance_speed", "stance_rise")
 
 
 @dataclass(frozen=True)
