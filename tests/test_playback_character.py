@@ -32,7 +32,7 @@ def test_link_frames_match_forward_kinematics(rng):
         ch.close()
 
 
-def _spherical_motor(target, steps: int, force=(50, 50, 50), **gains) -> np.ndarray:
+def _spherical_motor(target, steps: int, force, **gains) -> np.ndarray:
     """One free rod on a spherical joint, no gravity, PyBullet's default 240 Hz step, its
     position motor asked for the Euler angles ``target`` (rad) with per-axis force limits
     ``force`` and ``gains`` (``positionGains``, ``velocityGains``, ``targetVelocities``, each

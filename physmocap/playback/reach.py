@@ -115,7 +115,7 @@ class ArmReach:
         return self.bend_chest((xs[self.frames], gs[self.frames]), ref0, ref1, targets,
                                fk1=fk1)
 
-    def bend_chest(self, chest: tuple, ref0: tuple, ref1: tuple, targets: np.ndarray,
+    def bend_chest(self, chest: tuple, ref0: tuple | None, ref1: tuple, targets: np.ndarray,
                    predict: bool = True, fk1: tuple | None = None) -> np.ndarray:
         """``bend`` with the simulated body given by its chests alone: ``chest = (x (K, 3),
         g (K, 4))``, the world position (m) and rotation of each arm's frame Q
@@ -124,7 +124,7 @@ class ArmReach:
         the next frame; else the deviation as it is now, the memory untouched (a re-solve
         within a frame, ``TrackingSettings.reach_every_step``). ``fk1``: ``ref1``'s
         ``forward_kinematics_frame`` if the caller has it (the re-solves of one frame share
-        one ``ref1``)."""
+        one ``ref1``). ``ref0`` ``None``: the deviation is taken against ``ref1`` itself."""
         targets = np.asarray(targets, float)
         if targets.shape != (len(self.hands), 3):
             raise ShapeError(f"ArmReach: targets must be ({len(self.hands)}, 3), got "
@@ -133,8 +133,10 @@ class ArmReach:
         lrot = np.array(ref1[1], float)
         sk = self.skeleton
         Q = self.frames
-        x0, g0 = forward_kinematics_chain(sk, ref0[1], ref0[0], Q)     # R0: the chests alone
         x1, g1 = forward_kinematics_frame(sk, lrot, ref1[0]) if fk1 is None else fk1
+        # R0: the chests alone (ref1's, the same arithmetic, when ref0 is ref1)
+        x0, g0 = (x1[Q], g1[Q]) if ref0 is None else \
+            forward_kinematics_chain(sk, ref0[1], ref0[0], Q)
         # one arm at a time in plain floats, bit for bit the array arithmetic (``quat.*_t``,
         # ``two_bone_ik_t``): numpy's per-call overhead on two arms was most of a bend, and
         # ``TrackingSettings.reach_every_step`` bends before every physics step.

@@ -623,8 +623,7 @@ class Tracker:
         again = None            # the arms' motors re-aimed before each physics step
         if js is not None and len(js) and bal is None and s.reach_every_step:
             links = (js - 1).tolist()
-            again = (js, links, jvel[js], [kp[i] for i in links], [self._kd[i] for i in links],
-                     [forces[i] for i in links])
+            again = (js, links, [kp[i] for i in links], [forces[i] for i in links])
         n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
         assist = self.mode == "assist"
@@ -703,10 +702,11 @@ class Tracker:
         (the rest keep the frame's targets). ``ref0``, ``ref1``: the references at the frame's
         start (as bent) and end (as given); ``reach``: the frame's targets (the frame before's
         are ``self._reach``); ``dt``: the frame's s; ``motors``: the frame's, for the reaching
-        arms' joints ``js`` (``step``): ``(js, links, joint velocities (N, 3), position gains,
-        velocity gains, force limits)`` (no lead: the targets are taken ahead)."""
+        arms' joints ``js`` (``step``): ``(js, links, position gains, force limits)`` (no lead:
+        the targets are taken ahead; no velocities: PyBullet's spherical motors ignore them,
+        ``TrackingSettings.joint_kd``)."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
-        js, links, jv, kp, kd, forces = motors
+        js, links, kp, forces = motors
         qs, which = self._chests
         T = self.s.reach_ahead
         x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
@@ -719,14 +719,14 @@ class Tracker:
         # the reference then, its arms as given (a slerp from the bent arms of the frame's
         # start, carried past its end, flipped hanging arms' elbows: walks' hands 1.8 cm off)
         lrot = quat.slerp(ref0[1], ref1[1], a)
-        lrot[arms.joints.ravel()] = ref1[1][arms.joints.ravel()]
+        arm = arms.joints.ravel()
+        lrot[arm] = ref1[1][arm]
         now = (ref0[0] + a * (ref1[0] - ref0[0]), lrot)
         fk = forward_kinematics_frame(self.body.skeleton, lrot, now[0])
-        lrot = arms.bend_chest((x[which], g[which]), now, now, targets, predict=False, fk1=fk)
+        lrot = arms.bend_chest((x[which], g[which]), None, now, targets, predict=False, fk1=fk)
         p.setJointMotorControlMultiDofArray(
-            b, links, p.POSITION_CONTROL, targetPositions=lrot[js].tolist(),
-            targetVelocities=jv.tolist(), positionGains=kp, velocityGains=kd, forces=forces,
-            physicsClientId=c)
+            b, links, p.POSITION_CONTROL, targetPositions=lrot[js].tolist(), positionGains=kp,
+            forces=forces, physicsClientId=c)
 
     def close(self) -> None:
         self.char.close()
