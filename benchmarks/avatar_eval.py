@@ -538,10 +538,12 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
           + "   (max of assist and penetration, median fr/s)")
     bins = misses_by_speed(*(np.concatenate([r[k][:len(r["hand_speed"])] for r in rows])
                              for k in ("hand_dist", "hand_ok", "hand_speed")))
-    print("reachable wrist-frames farther than 1 cm from the controller, by its speed relative "
-          "to the simulated shoulder: " + ", ".join(
-              f"{lo:.0f}{'+' if hi == np.inf else f'-{hi:.0f}'} m/s "
-              + (f"{100 * share:.1f} % of {n}" if n else "none") for lo, hi, n, share in bins))
+    missed = sum(round(share * n) for _, _, n, share in bins if n)
+    print(f"reachable wrist-frames farther than 1 cm from the controller: {missed} of "
+          f"{sum(n for _, _, n, _ in bins)}; by its speed relative to the simulated shoulder: "
+          + ", ".join(f"{lo:.0f}{'+' if hi == np.inf else f'-{hi:.0f}'} m/s "
+                      + (f"{round(share * n)} of {n} ({100 * share:.1f} %)" if n else "none")
+                      for lo, hi, n, share in bins))
     tw = {k: float(np.average([r["truth_" + k] for r in rows], weights=w))
           for k in ("tracking_error_m", "assist_mean_n", "skate_mm")}
     print(f"the truth clips tracked the same way: track {100 * tw['tracking_error_m']:.2f} cm, "
