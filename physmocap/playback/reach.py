@@ -19,7 +19,8 @@ average, 8 % of those wrist-frames within 1 cm; with ``ArmReach`` 0.32 cm and 97
   (elbow in its bend plane, hand keeping its world rotation).
 
 The joint motors then carry the simulated arm, on the chest as it is, onto ``t``, with a
-stiffer gain than the rest of the body's (``TrackingSettings.reach_kp``). Within the frame the
+stiffer gain than the rest of the body's (``TrackingSettings.reach_kp``), and its clavicle,
+which carries the shoulder, onto the reference's with the same gain. Within the frame the
 chest moves on (a run's swings further than the carried-on deviation says): ``Tracker`` bends the
 arms again before every physics step for the chest the simulation has then, carried along its
 velocity to where it is when the motors get there, and for the controllers and the reference

@@ -120,20 +120,27 @@ class TrackingSettings:
             orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
             frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
             keeps 0: its balance controller and ``STEPPING`` were tuned without it.
-        reach_kp: the reaching arms' motor position gain (joint motors, both modes; shoulder,
-            elbow and wrist while the hands reach for targets, ``Tracker.step``'s ``reach``),
-            instead of ``joint_kp``. A PyBullet spherical motor closes ``kp`` x 0.2 (PyBullet's
-            default erp) of its angle error per physics step (``joint_kp``), so at 1 an arm
-            trails a moving target by about ``timestep / 0.2`` (21 ms): a fast swinging hand
-            missed its controller however the motors were led. At 2.5 half the error closes per
-            step and the arm lags one step; the controllers are taken ``reach_ahead`` (two
-            steps: the step's own and the lag) past each step's start. Held-out avatar clips
-            (``benchmarks/avatar_eval.py --physics``, assist), ``--offset 5`` / ``--offset 3``:
-            wrist-frames within 1 cm of the reachable controllers 100.0 / 99.8 % (99.8 / 99.3 %
-            at 1 with the motors led 12 ms along the bent arms' velocities and the frame's
-            controllers for every step), 0.15 / 0.16 cm; the five runs alone (``--only run``)
-            at 2 / 2.5 / 3 / 4 / 5, each with ``reach_ahead = timestep / (0.2 kp)``: 99.9 /
-            100.0 / 99.9 / 99.9 / 99.5 % and 99.7 / 99.6 / 99.5 / 99.4 / 99.3 %.
+        reach_kp: the reaching arms' motor position gain (joint motors, both modes; clavicle,
+            shoulder, elbow and wrist while the hands reach for targets, ``Tracker.step``'s
+            ``reach``), instead of ``joint_kp``. A PyBullet spherical motor closes ``kp`` x 0.2
+            (PyBullet's default erp) of its angle error per physics step (``joint_kp``), so at
+            1 an arm trails a moving target by about ``timestep / 0.2`` (21 ms): a fast swinging
+            hand missed its controller however the motors were led. At 2.5 half the error
+            closes per step and the arm lags one step; the controllers are taken
+            ``reach_ahead`` (two steps: the step's own and the lag) past each step's start.
+            Held-out avatar clips (``benchmarks/avatar_eval.py --physics``, assist),
+            ``--offset 5`` / ``--offset 3``: wrist-frames within 1 cm of the reachable
+            controllers 100.0 / 99.8 % (99.8 / 99.3 % at 1 with the motors led 12 ms along the
+            bent arms' velocities and the frame's controllers for every step), 0.15 / 0.16 cm;
+            the five runs alone (``--only run``) at 2 / 2.5 / 3 / 4 / 5, each with
+            ``reach_ahead = timestep / (0.2 kp)``: 99.9 / 100.0 / 99.9 / 99.9 / 99.5 % and
+            99.7 / 99.6 / 99.5 / 99.4 / 99.3 % (the arms alone, at 120 N·m). The clavicles
+            joined them on 2026-12-04: at ``joint_kp``, toward the frame's reference led along
+            its velocity, a simulated clavicle trailed the reference's and moved the shoulder
+            1-2 cm at a run's landings, and the arm, bent for the reference's clavicle, missed
+            by as much (clavicle, shoulder, elbow and wrist at 2.5, re-aimed every step / the
+            arms alone, at 120 N·m: wrist-frames farther than 1 cm 1 / 3 of 7730 and 4 / 13 of
+            8606, 0.08 / 0.15 and 0.08 / 0.16 cm).
         reach_every_step: the reaching arms are bent again before every physics step of a
             frame, from the simulated chest then (read from PyBullet and carried on by
             ``reach_ahead``, ``ArmReach.bend_chest``; the reference interpolated across the
@@ -180,7 +187,17 @@ class TrackingSettings:
             all held-out clips (``--offset 5`` / ``--offset 3``): 98.8 / 98.3 % within 1 cm,
             runs 91-98.5 / 82-99 % (at 60: 98.0 / 97.3 %, runs 84-98 / 70-98 %). With
             ``reach_ahead`` 1/120 s the runs at 60 / 120 N·m (``--only run``): 95.7 / 98.6 %
-            (``--offset 3``: 92.5 / 96.8 %).
+            (``--offset 3``: 92.5 / 96.8 %). 180 since 2026-12-04, with the clavicles at
+            ``reach_kp``: the last misses came where a clavicle or shoulder sat at its 120 N·m
+            limit through a run's landing; wrist-frames farther than 1 cm at 120 / 150 / 180
+            N·m: 1 / 0 / 0 of 7732 (``--offset 5``) and 4 / 2 / 0 of 8605 (``--offset 3``).
+            Stronger than a human shoulder (70-110 N·m), in short peaks: over ``--offset 3``'s
+            physics steps the largest axis of a clavicle's or shoulder's motor torque is 27
+            N·m in the median, 174-180 at the 99th percentile, at the limit in 0.9-1.4 % of
+            steps (at 120: 2.8-3.7 %); the elbows' and wrists' 99th percentiles 128-139 and
+            85-89 N·m. Not much lower: a clavicle at ``reach_kp`` that cannot hold its arm is
+            thrown (hands circling 0.2 m at 3.8 m/s before a body bouncing 8 cm at 4 Hz, the
+            hands' 90th percentile 586 / 105 / 3.4 / 3.2 mm at 60 / 80 / 120 / 180 N·m).
         assist_max_force, assist_max_torque: N, N·m, clamps of the assist.
         assist_ki, assist_i_time, assist_i_max: N/(m·s·kg), s, m·s: integral term of the
             horizontal root assist, a leaky integral (it forgets with time constant
@@ -303,7 +320,7 @@ class TrackingSettings:
     joint_lead: float | None = None
     reach_kp: float = 2.5
     reach_every_step: bool = True
-    reach_min_torque: float = 120.0
+    reach_min_torque: float = 180.0
     reach_ahead: float = 1.0 / 120.0
     stance_rise: float | None = None
 
@@ -589,7 +606,10 @@ class Tracker:
             a = self._arms
             lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
             live = ~np.isnan(reach).any(axis=1)
-            js = a.joints[live].ravel()         # the reaching arms' joints
+            # the reaching arms' joints, each arm's clavicle first: the clavicle carries the
+            # shoulder, and an arm bent for the reference's clavicle misses by as much as the
+            # simulated one trails it (``reach_kp``)
+            js = np.concatenate([a.parents[live], a.joints[live].ravel()])
             if live.any():      # the reaching arms' own gain, no lead, and torque floor
                 lead = np.full((self.J, 1), lead)
                 lead[js] = 0.0               # their targets are taken ahead (``_reach_again``)
@@ -597,7 +617,7 @@ class Tracker:
                 forces = [list(f) for f in forces]
                 for j in js:
                     kp[j - 1] = s.reach_kp
-                for j in np.concatenate([js, a.parents[live]]):
+                for j in js:
                     forces[j - 1] = [max(x, s.reach_min_torque) for x in forces[j - 1]]
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
@@ -702,7 +722,8 @@ class Tracker:
         (the rest keep the frame's targets). ``ref0``, ``ref1``: the references at the frame's
         start (as bent) and end (as given); ``reach``: the frame's targets (the frame before's
         are ``self._reach``); ``dt``: the frame's s; ``motors``: the frame's, for the reaching
-        arms' joints ``js`` (``step``): ``(js, links, position gains, force limits)`` (no lead:
+        arms' joints ``js`` (clavicles, shoulders, elbows, wrists; ``step``): ``(js, links,
+        position gains, force limits)`` (no lead:
         the targets are taken ahead; no velocities: PyBullet's spherical motors ignore them,
         ``TrackingSettings.joint_kd``)."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
