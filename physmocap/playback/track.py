@@ -617,7 +617,6 @@ class Tracker:
                 forces = [list(f) for f in forces]
                 for j in js:
                     kp[j - 1] = s.reach_kp
-                for j in js:
                     forces[j - 1] = [max(x, s.reach_min_torque) for x in forces[j - 1]]
         vel1 = (pos1 - pos0) / dt
         # the root's as ``_ang_vel(rot0, rot1, dt, local=False)`` does it, in plain floats
@@ -723,9 +722,8 @@ class Tracker:
         start (as bent) and end (as given); ``reach``: the frame's targets (the frame before's
         are ``self._reach``); ``dt``: the frame's s; ``motors``: the frame's, for the reaching
         arms' joints ``js`` (clavicles, shoulders, elbows, wrists; ``step``): ``(js, links,
-        position gains, force limits)`` (no lead:
-        the targets are taken ahead; no velocities: PyBullet's spherical motors ignore them,
-        ``TrackingSettings.joint_kd``)."""
+        position gains, force limits)`` (no lead: the targets are taken ahead; no velocities:
+        PyBullet's spherical motors ignore them, ``TrackingSettings.joint_kd``)."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
         js, links, kp, forces = motors
         qs, which = self._chests
