@@ -6,7 +6,7 @@
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
-                                            (the last six not by default)
+                                            [turn_radius]  (the last seven not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -55,6 +55,10 @@
   go on the live database (with its standing clip) mirrored, with the four other captured
   U-turns of the turning walks added, and with both (about 12 minutes): is the sharp turns'
   fall a gap in the database?
+* ``turn_radius``: how tight a turn the fully physical body walks: ``live_headings`` of the
+  sharp turns' task with its two 180° reversals rounded into half circles of 0.5, 0.75 and
+  1 m radius (``stadium_path``: two 5 m straights 2r apart, 1.1 m/s, the shipped
+  ``PathFollower``), beside the sharp turns themselves (r = 0; about 6 minutes);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -440,7 +444,9 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
           "end of each stand (m/s)")
     for name in names:
         downs, walks, stands = [], [], []
-        src = load_input(_resolve(name, "inputs", "input"))
+        # a name of a shipped input, or ``(label, input)``
+        name, src = (name, load_input(_resolve(name, "inputs", "input"))) \
+            if isinstance(name, str) else name
         src = _mirrored_input(src) if mirror else src
         head_input = isinstance(src, HeadTrajectory)
         for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
@@ -471,6 +477,23 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
                   "head, and the reference, stop)")
         if name == "stop_and_go":
             print(f"  {'':14s} speed at the end of the stands: " + " ".join(stands))
+
+
+def stadium_path(radius: float, length: float = 5.0, speed: float = 1.1, arc: int = 8):
+    """The sharp turns' task with its two 180° reversals rounded: a closed ``PathFollower``
+    along two ``length`` m straights ``2 radius`` m apart (from (0, 0) along +x, back along
+    y = 2 radius), joined by half circles of ``radius`` m, each ``arc`` segments; ``radius``
+    0 is the sharp turns' own path (out along the x axis and back on it)."""
+    from physmocap.matching.trajectory import PathFollower
+
+    if radius == 0:
+        return PathFollower(np.array([[0.0, 0.0], [length, 0.0]]), speed, closed=True)
+    a = np.linspace(-np.pi / 2, np.pi / 2, arc + 1)[1:-1]
+    far = np.stack([length + radius * np.cos(a), radius + radius * np.sin(a)], axis=1)
+    near = np.stack([-radius * np.cos(a), radius - radius * np.sin(a)], axis=1)
+    pts = np.concatenate([[[0.0, 0.0], [length, 0.0]], far,
+                          [[length, 2 * radius], [0.0, 2 * radius]], near])
+    return PathFollower(pts, speed, closed=True)
 
 
 def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> None:
@@ -884,7 +907,9 @@ if __name__ == "__main__":
              "live_mirrored": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                            "head_circle"), mirror=True),
              "turn_clips": turn_clips, "live_stands": live_stands,
-             "turn_database": turn_database}
+             "turn_database": turn_database,
+             "turn_radius": lambda: live_headings(names=tuple(
+                 (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     for part in (sys.argv[1:] or parts):
         if part not in parts and part not in extra:
             raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "

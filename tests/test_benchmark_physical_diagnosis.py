@@ -1,4 +1,5 @@
-"""``benchmarks/physical_diagnosis.py``'s mirrored inputs: the same task turning the other way."""
+"""``benchmarks/physical_diagnosis.py``'s made inputs: mirrored (the same task turning the other
+way) and the sharp turns rounded (``stadium_path``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,7 @@ from physmocap.scene import _resolve
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
-from physical_diagnosis import _mirrored_input, _turned_input  # noqa: E402
+from physical_diagnosis import _mirrored_input, _turned_input, stadium_path  # noqa: E402
 
 M = np.array([1.0, -1.0, 1.0])
 
@@ -63,3 +64,24 @@ def test_mirroring_twice_is_the_input():
 def test_not_an_input_is_a_type_error():
     with pytest.raises(TypeError, match="not an input source: str"):
         _mirrored_input("figure_eight")
+
+
+def test_stadium_path_of_radius_0_is_the_sharp_turns():
+    ship, made = _input("sharp_turns"), stadium_path(0.0)
+    assert np.array_equal(made.points, ship.points)
+    assert (made.speed, made.closed) == (ship.speed, ship.closed)
+
+
+@pytest.mark.parametrize("r", [0.5, 1.0])
+def test_stadium_path_turns_on_half_circles(r):
+    """Two 5 m straights 2r apart; every other way-point on a half circle of radius r about
+    (5, r) or (0, r); the path as long as its straights and its two 8-segment arcs."""
+    path = stadium_path(r)
+    pts = path.points
+    on_far = np.isclose(np.hypot(pts[:, 0] - 5.0, pts[:, 1] - r), r)
+    on_near = np.isclose(np.hypot(pts[:, 0], pts[:, 1] - r), r)
+    assert np.all(on_far | on_near)
+    assert np.all(pts[on_far & ~on_near, 0] >= 5.0) and np.all(pts[on_near & ~on_far, 0] <= 0.0)
+    chord = 2 * r * np.sin(np.pi / 16)
+    assert path.length == pytest.approx(10.0 + 16 * chord)
+    assert path.closed and path.speed == 1.1
