@@ -63,11 +63,20 @@ class BvhFile:
         return self.data.shape[0]
 
 
+#: No number in a BVH file is larger (10 000 km in centimetres, 2.8 million turns in degrees):
+#: beyond it a file is damaged, and squares of such numbers overflow downstream.
+_LIMIT = 1e9
+
+
 def _float(tok: str, path, what: str) -> float:
     try:
-        return float(tok)
+        v = float(tok)
     except ValueError:
         raise FileFormatError(f"{what}: {tok[:40]!r} is not a number", path) from None
+    if not abs(v) <= _LIMIT:                             # also NaN
+        raise FileFormatError(f"{what}: {tok[:40]!r} is not a finite number within "
+                              f"±{_LIMIT:g}; the file is damaged", path)
+    return v
 
 
 def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
@@ -217,6 +226,11 @@ def _parse_numbers(body: str, n_frames: int, n_chan: int, path) -> np.ndarray:
             f"count is wrong", path)
     if not np.all(np.isfinite(values)):
         raise FileFormatError("motion data holds NaN or infinite values", path)
+    big = np.flatnonzero(np.abs(values) > _LIMIT)
+    if big.size:
+        f, c = divmod(int(big[0]), n_chan)
+        raise FileFormatError(f"motion data holds {values[big[0]]:g} (frame {f}, channel {c}), "
+                              f"beyond ±{_LIMIT:g}; the file is damaged", path)
     return values
 
 
