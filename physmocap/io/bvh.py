@@ -185,7 +185,7 @@ def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
         raise FileFormatError(f"'Frames: {frames_tok[:20]}' is not a whole number", path)
     n_frames = int(frames_tok)
     frame_time = _float(ft_tok, path, "Frame Time")
-    if not (np.isfinite(frame_time) and frame_time > 0):
+    if not frame_time > 0:                              # ``_float``: finite
         raise FileFormatError(f"Frame Time {ft_tok[:20]} must be a positive number of seconds",
                               path)
     n_chan = sum(len(c) for c in channels)
@@ -224,12 +224,13 @@ def _parse_numbers(body: str, n_frames: int, n_chan: int, path) -> np.ndarray:
             f"motion data has {values.size} numbers but Frames: {n_frames} x {n_chan} channels "
             f"needs {expected} (~{rows_seen:.1f} rows); the file is truncated or a CHANNELS "
             f"count is wrong", path)
-    if not np.all(np.isfinite(values)):
-        raise FileFormatError("motion data holds NaN or infinite values", path)
-    big = np.flatnonzero(np.abs(values) > _LIMIT)
-    if big.size:
-        f, c = divmod(int(big[0]), n_chan)
-        raise FileFormatError(f"motion data holds {values[big[0]]:g} (frame {f}, channel {c}), "
+    bad = np.flatnonzero(~(np.abs(values) <= _LIMIT))     # one pass: NaN, inf, too large
+    if bad.size:
+        v = values[bad]
+        if not np.all(np.isfinite(v)):
+            raise FileFormatError("motion data holds NaN or infinite values", path)
+        f, c = divmod(int(bad[0]), n_chan)
+        raise FileFormatError(f"motion data holds {v[0]:g} (frame {f}, channel {c}), "
                               f"beyond ±{_LIMIT:g}; the file is damaged", path)
     return values
 

@@ -481,7 +481,7 @@ class Tracker:
         self._ref = None
         self._arms = None                        # ``ArmReach``, built at the first ``reach``
         self._reach = None                       # the hands' targets of the frame before
-        self._chests = None                      # its distinct chests (built with it)
+        self._chests = None                      # its distinct chests and joints (with it)
         self.balance = None
         if mode == "physical" and s.balance:
             self.balance = BalanceController(self.char, self.max_torque, s.balance_gains,
@@ -600,9 +600,10 @@ class Tracker:
         if reach is not None:
             if self._arms is None:
                 self._arms = ArmReach(self.body.skeleton)
-                # the arms' distinct chests (``_reach_again`` reads each once) and which is whose
+                # the arms' distinct chests (``_reach_again`` reads each once), which is whose,
+                # and every arm joint (``_reach_again`` takes them from the frame's reference)
                 qs, which = np.unique(self._arms.frames, return_inverse=True)
-                self._chests = (qs.tolist(), which)
+                self._chests = (qs.tolist(), which, self._arms.joints.ravel())
             a = self._arms
             lrot1 = a.bend(self._sim, (pos0, lrot0), (pos1, lrot1), reach)
             live = ~np.isnan(reach).any(axis=1)
@@ -726,7 +727,7 @@ class Tracker:
         PyBullet's spherical motors ignore them, ``TrackingSettings.joint_kd``)."""
         arms, p, c, b = self._arms, self.p, self.char.client, self.char.body
         js, links, kp, forces = motors
-        qs, which = self._chests
+        qs, which, arm = self._chests
         T = self.s.reach_ahead
         x, g = np.empty((len(qs), 3)), np.empty((len(qs), 4))
         for i, q in enumerate(qs):           # each distinct chest once (the arms share one)
@@ -738,7 +739,6 @@ class Tracker:
         # the reference then, its arms as given (a slerp from the bent arms of the frame's
         # start, carried past its end, flipped hanging arms' elbows: walks' hands 1.8 cm off)
         lrot = quat.slerp(ref0[1], ref1[1], a)
-        arm = arms.joints.ravel()
         lrot[arm] = ref1[1][arm]
         now = (ref0[0] + a * (ref1[0] - ref0[0]), lrot)
         fk = forward_kinematics_frame(self.body.skeleton, lrot, now[0])
