@@ -536,7 +536,7 @@ def cmd_play(args) -> int:
         print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
-              f"{len(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
+              f"{_falls_text(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
         _print_holds(rep)
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
@@ -557,6 +557,15 @@ def _looped(motion, seconds: float, path) -> tuple:
     looped = loop_motion(close_cycle(motion[i:j + 1]), loops)
     return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
                     "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
+
+
+def _falls_text(falls: list) -> str:
+    """``falls`` of a playback report in words: ``"none"`` or the count and the first fall's
+    start and reason (a user looking at a fallen body wants when it went down, not only that)."""
+    if not falls:
+        return "none"
+    first = falls[0]
+    return f"{len(falls)} (the first from {first['since_s']:.2f} s, {first['reason']})"
 
 
 def _print_holds(rep: dict) -> None:
@@ -606,7 +615,8 @@ def _play_live(args) -> int:
               f"simulated, mode {args.mode}")
         print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
-              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: {len(rep['falls'])}")
+              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
+              f"{_falls_text(rep['falls'])}")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
         _print_holds(rep)
@@ -694,7 +704,7 @@ def cmd_avatar(args) -> int:
             ph = rep["physics"]
             print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
                   f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
-                  f"{ph['penetration_max_mm']:.1f} mm max, falls {len(ph['falls'])}")
+                  f"{ph['penetration_max_mm']:.1f} mm max, falls: {_falls_text(ph['falls'])}")
             h = ph["hands"]
             if h["hand_error_reachable_m"] is not None:
                 print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "

@@ -285,6 +285,25 @@ def test_play_physical_with_stepping_balance(tmp_path, capsys):
     assert e.value.code == 2
 
 
+def test_play_says_when_the_body_fell(tmp_path, capsys):
+    """A fully physical body without balance feedback falls within 2 s of the demo walk looped to
+    4 s: the summary says when and why, as the report's first fall has it (a bare count left
+    the user to dig the time out of the JSON)."""
+    from physmocap.cli import _falls_text
+    from physmocap.io.deepmimic import pybullet_motion_path
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
+                          str(tmp_path / "p.json"), "--mode", "physical", "--loop", "4"], capsys)
+    assert code == 0
+    falls = json.loads((tmp_path / "p.json").read_text())["falls"]
+    assert falls and falls[0]["since_s"] < 2.5
+    assert f"falls: {_falls_text(falls)};" in out
+    assert f"the first from {falls[0]['since_s']:.2f} s, {falls[0]['reason']}" in out
+    assert _falls_text([]) == "none"
+    two = [{"since_s": 1.5, "reason": "head low"}, {"since_s": 9.0, "reason": "unstable"}]
+    assert _falls_text(two) == "2 (the first from 1.50 s, head low)"
+
+
 def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
     """``--loop SECONDS``: the clip's most closed gait cycle repeated until it lasts that long
     (here the demo walk's 1.26 s, itself one cycle, to 4 s), said in the report; a clip too short
