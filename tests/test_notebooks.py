@@ -12,9 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_the_three_notebooks_exist():
+def test_the_four_notebooks_exist():
     assert [p.stem for p in NOTEBOOKS] == ["01_solve_a_capture", "02_motion_matching",
-                                           "03_physical_playback"]
+                                           "03_physical_playback", "04_live_avatars"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
