@@ -9,13 +9,14 @@ The reader maps the body to HumanBodyBones joint names so the rest of physmocap 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
 from .. import quat
 from ..conventions import snap_fps, up_to_zup_matrix
-from ..errors import FileFormatError
+from ..errors import FileFormatError, ShapeError
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -77,6 +78,9 @@ def read_deepmimic(path, fps: float | None = None) -> Motion:
     interpolation of positions and slerp of rotations.
     """
     path = Path(path)
+    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+        # 0 divided by zero and NaN broke numpy's arange, below
+        raise ShapeError(f"fps must be a positive number, got {fps!r}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         frames = np.array(doc["Frames"], dtype=float)
