@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from pathlib import Path
 
@@ -173,6 +174,15 @@ def test_position_channels_replace_offset():
         loads_bvh(moving, unit="cm")
 
 
+def _hier(text: str) -> str:
+    """The hierarchy part of a BVH text (up to ``MOTION``)."""
+    return text[:text.index("MOTION")]
+
+
+def _motion(text: str) -> str:
+    return text[text.index("MOTION"):]
+
+
 @pytest.mark.parametrize("mutate, msg", [
     (lambda t: t.replace("MOTION", "MOTON"), "no MOTION"),
     (lambda t: t.replace("HIERARCHY", "HIERARCHI"), "HIERARCHY"),
@@ -193,6 +203,19 @@ def test_position_channels_replace_offset():
     (lambda t: t.replace("JOINT Leg", "JOINT Spine"), "duplicate"),
     (lambda t: t[:t.rindex("}")] + "\nMOTION\nFrames: 0\nFrame Time: 1\n", "not closed"),
     (lambda t: t.replace("ROOT Hips", "ROOT Hips }"), "unbalanced|unexpected|outside"),
+    (lambda t: _hier(t)[:_hier(t).index("OFFSET 0 10 0") + 11] + "\n" + _motion(t),
+     "ends inside OFFSET; the file is truncated"),
+    (lambda t: _hier(t) + "ROOT B\n{\nOFFSET 0 0 0\n}\n" + _motion(t), "more than one ROOT"),
+    (lambda t: _hier(t) + "JOINT B\n{\nOFFSET 0 0 0\n}\n" + _motion(t), "JOINT outside"),
+    (lambda t: _hier(t) + "End Site\n{\nOFFSET 0 0 0\n}\n" + _motion(t), "End Site outside"),
+    (lambda t: t.replace("JOINT Spine\n\t{", "JOINT Spine\n\t{ {"), "'{' without a ROOT"),
+    (lambda t: t.replace("HIERARCHY\n", "HIERARCHY\nOFFSET 0 0 0\n"), "OFFSET outside a joint"),
+    (lambda t: t.replace("OFFSET 0 50 0", "OFFSET 0 50 0 CHANNELS 1 Xrotation"),
+     "CHANNELS outside a joint"),
+    (lambda t: "HIERARCHY\n" + _motion(t), "no ROOT joint"),
+    (lambda t: t.replace("\t\tOFFSET 0 10 0\n", ""), "joint 'Spine' has no OFFSET"),
+    (lambda t: "HIERARCHY\nROOT r\n{\nOFFSET 0 0 0\n" + "JOINT j\n{\nOFFSET 0 1 0\n}\n" * 10_000
+     + "}\n" + _motion(t), "more than 10000 joints"),
 ])
 def test_bad_input_gives_one_clear_error(mutate, msg):
     with pytest.raises(FileFormatError, match=msg) as e:
@@ -211,6 +234,16 @@ def test_file_errors(tmp_path):
         read_bvh(tmp_path / "bin.bvh")
     with pytest.raises(PhysmocapError, match="unknown length unit"):
         loads_bvh(SMALL, unit="furlong")
+    flat = re.sub(r"OFFSET [-0-9. ]+", "OFFSET 0 0 0", SMALL)      # no extent to infer a unit from
+    (tmp_path / "flat.bvh").write_text(flat)
+    with pytest.raises(FileFormatError, match="flat.bvh: cannot infer the length unit"):
+        read_bvh(tmp_path / "flat.bvh")
+
+
+def test_write_refuses_a_rotation_order_that_is_not_xyz(tmp_path):
+    with pytest.raises(PhysmocapError, match="'XYY' must be a permutation of XYZ"):
+        write_bvh(loads_bvh(SMALL, unit="cm"), tmp_path / "o.bvh", order="xyy")
+    assert not (tmp_path / "o.bvh").exists()
 
 
 def test_writer_is_atomic_and_checks_names(tmp_path):

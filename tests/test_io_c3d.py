@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physmocap.errors import FileFormatError, PhysmocapError, UnitError, UnknownNameError
+from physmocap.errors import (FileFormatError, PhysmocapError, ShapeError, UnitError,
+                              UnknownNameError)
 from physmocap.io import c3d as c3dmod
 from physmocap.io.c3d import read_c3d, write_c3d
 from physmocap.markers import MarkerTrajectories
@@ -249,6 +250,14 @@ def _patched(src: Path, dst: Path, patches: dict[int, bytes], size: int | None =
     ("mips.c3d", {512 + 3: bytes([86])}, None, "MIPS"),
     ("proc.c3d", {512 + 3: bytes([99])}, None, "unknown processor"),
     ("pointer.c3d", {512 + 4 + 2 + 5: struct.pack("<H", 1)}, None, "parameter section is corrupt"),
+    ("range.c3d", {6: struct.pack("<HH", 500, 10)}, None, "frame range 500..10 is invalid"),
+    ("datastart.c3d", {16: struct.pack("<H", 1)}, None, "data section at block 1"),
+    # no points or analogs (no data to check), cut inside the first record (POINT, at byte 516)
+    ("cut.c3d", {2: struct.pack("<HH", 0, 0)}, 525, "record at byte 516 runs into the data"),
+    # ANALOG's group id (byte 547) made POINT's: ezc3d segfaults on a group defined twice
+    ("twice.c3d", {547: struct.pack("b", -1)}, None, "group id 1 is defined twice"),
+    # the first parameter's (POINT:DESCRIPTIONS, byte 623) data type
+    ("type.c3d", {639: struct.pack("b", 3)}, None, "byte 623 has unknown data type 3"),
 ])
 def test_crafted_headers_fail_fast(data_dir, tmp_path, name, patches, size, match):
     src = data_dir / "c3d-odd/Eb015pi.c3d"
@@ -262,6 +271,9 @@ def test_crafted_headers_fail_fast(data_dir, tmp_path, name, patches, size, matc
 def test_missing_file_and_bad_options(data_dir, tmp_path):
     with pytest.raises(FileFormatError, match="not found"):
         read_c3d(tmp_path / "nope.c3d")
+    (tmp_path / "take.c3d").mkdir()
+    with pytest.raises(FileFormatError, match="take.c3d: is a folder, not a C3D file"):
+        read_c3d(tmp_path / "take.c3d")
     with pytest.raises(UnitError, match="unknown up axis"):
         read_c3d(data_dir / "c3d/cmu/02_01.c3d", up="w")
     with pytest.raises(UnknownNameError, match="markers, all"):
@@ -334,6 +346,10 @@ def test_real_file_round_trip_over_255_points(data_dir, tmp_path):
 def test_write_into_missing_folder_fails_cleanly(rng, tmp_path):
     with pytest.raises(PhysmocapError, match="does not exist"):
         write_c3d(_synthetic(rng), tmp_path / "no" / "out.c3d")
+    empty = MarkerTrajectories(labels=[], fps=100.0, pos=np.zeros((3, 0, 3)))
+    with pytest.raises(ShapeError, match="without points"):
+        write_c3d(empty, tmp_path / "empty.c3d")
+    assert not (tmp_path / "empty.c3d").exists()
 
 
 def _blank_units(path: Path, new: bytes) -> None:
