@@ -120,6 +120,39 @@ def test_a_bad_file_gives_exit_1_and_one_line(args, tmp_path, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("args, match", [
+    (["convert", "{c3d}", "{tmp}/o.bvh"], "convert writes skeletal motion; a C3D holds markers"),
+    (["play", "{c3d}", "-o", "{tmp}/o.bvh"], "play needs skeletal motion"),
+    (["play", "{bvh}", "--input", "figure_eight", "-o", "{tmp}/o.bvh"],
+     "--input drives a motion-matching database"),
+    (["avatar", "extract", "{c3d}", "-o", "{tmp}/t.csv"], "extract needs skeletal motion"),
+    (["avatar", "extract", "{clip}", "-o", "{tmp}/t.csv"], "no head joint found"),
+    (["mm", "build", "{c3d}", "-o", "{tmp}/db.npz"], "not a BVH file or a folder of them"),
+    (["mm", "build", "{tmp}/empty", "-o", "{tmp}/db.npz"], "no BVH clips found"),
+])
+def test_the_wrong_kind_of_input_is_one_line(args, match, data_dir, tmp_path, capsys):
+    """Markers where motion is needed, a fixed motion given an input scene, a clip without a
+    head for the avatar, no BVH to build from: exit 1, one line naming the file, no output."""
+    from physmocap.io.deepmimic import pybullet_motion_path
+    (tmp_path / "empty").mkdir()
+    names = {"c3d": data_dir / "c3d/cmu/02_01.c3d", "bvh": data_dir / "bvh/cmu/16_57.bvh",
+             "clip": pybullet_motion_path("humanoid3d_walk.txt"), "tmp": tmp_path}
+    argv = [a.format(**names) for a in args]
+    code, out, err = run(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and match in lines[0], (argv, err)
+    given = next(a for a in argv[1:] if a not in ("extract", "build"))
+    assert lines[0].startswith("physmocap: error: ") and given in lines[0], (argv, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]       # nothing written
+
+
+def test_avatar_takes_one_database(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run(["avatar", "a.npz", "b.npz", "--tracking", "t.csv", "-o", str(tmp_path / "o.bvh")],
+            capsys)
+    assert e.value.code == 2 and "give one database" in capsys.readouterr().err
+
+
 def test_unwritable_output_is_one_line(data_dir, tmp_path, capsys):
     ro = tmp_path / "ro"
     ro.mkdir()

@@ -317,6 +317,14 @@ def test_bad_files_raise_file_format_error(db60, tmp_path):
     np.savez(tmp_path / "shape.npz", **data)
     with pytest.raises(FileFormatError, match="inconsistent"):
         load_database(tmp_path / "shape.npz")
+    data["lvel"] = np.array(db60.lvel)
+    bad_tags = dict(data, tag_names=np.append(data["tag_names"], "extra"))
+    np.savez(tmp_path / "tags.npz", **bad_tags)
+    with pytest.raises(FileFormatError, match="tags.npz: tag_names and tag_masks disagree"):
+        load_database(tmp_path / "tags.npz")
+    np.savez(tmp_path / "fps.npz", **dict(data, fps=np.array("sixty")))   # a string for a number
+    with pytest.raises(FileFormatError, match=r"fps.npz: inconsistent pose database \(ValueError"):
+        load_database(tmp_path / "fps.npz")
     # truncated file
     raw = good.read_bytes()
     (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])

@@ -366,6 +366,12 @@ def test_load_input_file_errors(tmp_path):
     bad.write_text("t,x,y,z,qx,qy,qz,qw\n0,0,0,0,0,0,0,1\n1,0,0,x,0,0,0,1\n")
     with pytest.raises(FileFormatError, match="cannot read head CSV"):
         tr.load_input(p)
+    for rows in ("0,0,0,0,0,0,0,1\n", "0,0,0,0,0,0,0,1\n1,0,0,nan,0,0,0,1\n",
+                 "0,0,0,0,0,0,1\n1,0,0,0,0,0,1\n"):
+        bad.write_text("t,x,y,z,qx,qy,qz,qw\n" + rows)
+        with pytest.raises(FileFormatError, match="need >= 2 rows of 8 finite numbers") as exc:
+            tr.load_input(p)
+        assert str(exc.value).startswith(str(bad))
 
 
 def test_clamp_root_rotation_of_one_root_is_the_batched_one_bit_for_bit(rng):

@@ -158,6 +158,8 @@ def test_pick_markerset_no_fit(rng):
     with pytest.raises(UnknownNameError, match=r"closest cmu41 lacks LFHD, RFHD; pass"):
         pick_markerset([n for n in CMU41 if n not in ("LFHD", "RFHD")])
     assert isinstance(UnknownNameError("x"), PhysmocapError)
+    with pytest.raises(PhysmocapError, match="no marker sets found; pass --markerset FILE"):
+        pick_markerset(CMU41, candidates=[])
 
 
 # ---- names, paths, env --------------------------------------------------------------------
@@ -485,6 +487,8 @@ def test_shipped_environment_loads():
     assert "bar" in list_environments()
     env = load_environment("bar")
     assert env.object("bar").kind == "bar" and len(env.holds) == 2
+    with pytest.raises(UnknownNameError, match="unknown scene object 'ladder'; known: bar"):
+        env.object("ladder")
 
 
 @pytest.mark.parametrize("text, match", [
