@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from physmocap.errors import SettingsError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching import metrics
 from physmocap.matching.controller import (Controller, ControllerSettings, output_skeleton,
@@ -175,3 +176,24 @@ def test_cli_input_by_shipped_name_and_unknown_name(small_db, tmp_path, capsys):
                  str(tmp_path / "o.bvh")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "known: figure_eight" in err[0]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("search_every", 0), ("search_every", 2.5), ("search_every", True), ("exclude_radius", -1),
+    ("blend_halflife", 0.0), ("sim_halflife", float("nan")), ("sim_rot_halflife", -0.1),
+    ("sharp_change", float("inf")), ("clamp_distance", float("nan")), ("clamp_angle", -1.0),
+    ("turn_halflife", "0.2"), ("turn_ratio", None), ("sync_ratio", -0.5),
+    ("turn_radius", 0.0), ("turn_radius", float("nan")), ("tag", 3),
+])
+def test_bad_controller_settings_are_one_settings_error(field, value):
+    """Before, none was checked: a NaN clamp clamped nothing, ``search_every`` 0 never
+    searched again, a zero halflife failed deep in a spring frames later."""
+    with pytest.raises(SettingsError, match=f"ControllerSettings: {field} must be") as e:
+        ControllerSettings(**{field: value})
+    assert "\n" not in str(e.value)
+
+
+def test_controller_settings_take_their_documented_ranges():
+    ok = ControllerSettings(turn_halflife=0.0, turn_radius=float("inf"), sync_ratio=0.0,
+                            clamp_angle=np.pi, exclude_radius=np.int64(0), tag="walk")
+    assert ok.turn_radius == float("inf") and ok.exclude_radius == 0

@@ -381,3 +381,18 @@ def test_clamp_root_rotation_of_one_root_is_the_batched_one_bit_for_bit(rng):
     assert 50 < np.sum(quat.angle(b, a) <= 0.3) < 350          # both branches
     for i in range(len(a)):
         assert np.array_equal(tr.clamp_root_rotation(a[i], b[i], 0.3), batch[i])
+
+
+def test_root_clamps_refuse_nan_and_negative_limits():
+    """A NaN limit compared false and clamped nothing; now it is refused like a negative one."""
+    a = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), 0.0)
+    b = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), 1.0)
+    for bad in (float("nan"), -0.1):
+        with pytest.raises(ShapeError, match="max_angle must be >= 0"):
+            tr.clamp_root_rotation(a, b, bad)
+        with pytest.raises(ShapeError, match="max_angle must be >= 0"):
+            tr.clamp_root_rotation(np.stack([a, a]), np.stack([b, b]), bad)
+        with pytest.raises(ShapeError, match="max_distance and ratio must be >= 0"):
+            tr.clamp_root(np.zeros(3), np.ones(3), bad)
+        with pytest.raises(ShapeError, match="max_distance and ratio must be >= 0"):
+            tr.clamp_root(np.zeros(3), np.ones(3), 0.1, ratio=bad)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import SettingsError, ShapeError, bad_number
 from ..motion import Motion
 from ..skeleton import Skeleton
 from ..spring import character_update, simple_spring_rotation
@@ -83,6 +83,30 @@ class ControllerSettings:
     sync_ratio: float = 0.5
     exclude_radius: int = 20
     tag: str | None = None
+
+    def __post_init__(self):
+        # one clear line for a bad value here, not a spring's error or NaN poses frames later
+        # (a NaN clamp was no clamp at all; ``search_every`` 0 never searched)
+        for name, least in (("search_every", 1), ("exclude_radius", 0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+                raise SettingsError(f"ControllerSettings: {name} must be a whole number of "
+                                    f"frames >= {least}, got {v!r}")
+        for name in ("blend_halflife", "sim_halflife", "sim_rot_halflife", "sharp_change",
+                     "clamp_distance", "clamp_angle", "turn_halflife", "turn_ratio",
+                     "sync_ratio"):
+            positive = name.endswith("halflife") and name != "turn_halflife"   # springs' own
+            if bad_number(getattr(self, name), positive):
+                raise SettingsError(f"ControllerSettings: {name} must be a finite number "
+                                    f"{'> 0' if positive else '>= 0'}, got "
+                                    f"{getattr(self, name)!r}")
+        r = self.turn_radius
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:
+            raise SettingsError(f"ControllerSettings: turn_radius must be > 0 m (inf: no "
+                                f"allowance), got {r!r}")
+        if self.tag is not None and not isinstance(self.tag, str):
+            raise SettingsError(f"ControllerSettings: tag must be None or a tag name, got "
+                                f"{self.tag!r}")
 
 
 def output_skeleton(db: PoseDatabase) -> Skeleton:

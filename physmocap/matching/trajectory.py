@@ -545,7 +545,7 @@ def clamp_root(sim_pos, char_pos, max_distance=0.1, char_vel=None, dt=0.0, ratio
     """
     sim = np.asarray(sim_pos, dtype=float)
     char = np.asarray(char_pos, dtype=float)
-    if float(max_distance) < 0 or float(ratio) < 0:
+    if not (float(max_distance) >= 0 and float(ratio) >= 0):         # NaN too: no clamp at all
         raise ShapeError("clamp_root: max_distance and ratio must be >= 0")
     diff = char - sim
     dist = np.linalg.norm(diff, axis=-1, keepdims=True)
@@ -610,7 +610,7 @@ def clamp_root_rotation(sim_rot, char_rot, max_angle):
     """The facing twin of ``clamp_root`` step 2: ``char_rot (..., 4)`` turned toward ``sim_rot``
     until it is within ``max_angle`` rad of it (unchanged when already within)."""
     max_angle = float(max_angle)
-    if max_angle < 0:
+    if not max_angle >= 0:                                   # NaN too: it clamped nothing
         raise ShapeError("clamp_root_rotation: max_angle must be >= 0")
     if np.shape(sim_rot) == np.shape(char_rot) == (4,):
         # one root (the controller's every frame), in plain floats: ``normalize`` and ``angle``
