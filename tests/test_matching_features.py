@@ -8,9 +8,9 @@ from physmocap import quat
 from physmocap.errors import ShapeError, UnknownNameError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching.database import build_database
-from physmocap.matching.features import (ExtraFeature, FeatureSpec, compute_features,
-                                         query_from, raw_features, trajectory_frames,
-                                         valid_mask)
+from physmocap.matching.features import (ExtraFeature, FeatureDatabase, FeatureSpec,
+                                         compute_features, query_from, raw_features,
+                                         trajectory_frames, valid_mask)
 from physmocap.motion import Motion
 from physmocap.skeleton import Skeleton
 
@@ -199,3 +199,40 @@ def test_query_from_and_normalize_helpers(db, feats):
     other = build_database([_standing()])
     with pytest.raises(ShapeError, match="do not belong"):
         query_from(feats, other, 0)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: ExtraFeature(""), "'joint' must be a joint name"),
+    (lambda: ExtraFeature(3), "'joint' must be a joint name"),
+    (lambda: ExtraFeature("Hand_L", frames="soon"), "frames must be integers"),
+    (lambda: ExtraFeature("Hand_L", frames=[]), "non-empty list of integers"),
+    (lambda: ExtraFeature("Hand_L", weight=-1.0), "weight must be >= 0"),
+    (lambda: ExtraFeature("Hand_L", weight=float("nan")), "weight must be >= 0"),
+    (lambda: ExtraFeature.from_dict({"frames": [0]}), "'joint' is required"),
+    (lambda: FeatureSpec(beta_v="fast"), "beta_v must be a number"),
+    (lambda: FeatureSpec(beta_r=float("inf")), "beta_r must be finite and >= 0"),
+    (lambda: FeatureSpec(trajectory_times=(0.33, 0.0)), "trajectory_times must be positive"),
+    (lambda: FeatureSpec(trajectory_times=()), "trajectory_times must be positive"),
+    (lambda: FeatureSpec(feet=("LeftFoot",)), "feet must name two joints"),
+    (lambda: FeatureDatabase(np.zeros((4, 3)), np.zeros(3), np.ones(3), np.ones(3), ("a", "b"),
+                             {}, FeatureSpec(), 60.0, (20,)), "expected 3 names, got 2"),
+    (lambda: FeatureDatabase(np.zeros((4, 3)), np.zeros(3), np.ones(3), np.ones(3),
+                             ("a", "b", "c"), {"g": slice(1, 5)}, FeatureSpec(), 60.0, (20,)),
+     r"groups\['g'\] must be a slice inside 0..3"),
+    (lambda: raw_features("db.npz"), "raw_features needs a PoseDatabase"),
+])
+def test_bad_feature_settings_are_one_shape_error(make, match):
+    with pytest.raises(ShapeError, match=match) as e:
+        make()
+    assert "\n" not in str(e.value)
+
+
+def test_a_database_without_feet_names_them():
+    names = ["Hips", "Spine", "Head"]
+    sk = Skeleton(names, [-1, 0, 1], np.array([[0, 0, 0.9], [0, 0, 0.3], [0, 0, 0.3]]))
+    F = 30
+    walk = Motion(sk, 60.0, np.cumsum(np.tile([0.02, 0.0, 0.0], (F, 1)), axis=0) + [0, 0, 0.9],
+                  quat.identity((F, 3)))
+    db = build_database([walk], contact_joints=("Hips", "Hips"))
+    with pytest.raises(UnknownNameError, match="features: .*left foot"):
+        raw_features(db)
