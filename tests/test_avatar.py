@@ -13,10 +13,12 @@ import pytest
 
 from physmocap import quat
 from physmocap.cli import main
-from physmocap.errors import FileFormatError, PhysmocapError, ShapeError, UnknownNameError
+from physmocap.errors import (FileFormatError, PhysmocapError, SettingsError, ShapeError,
+                              UnknownNameError)
 from physmocap.io.bvh import read_bvh
 from physmocap.io.tracking import COLUMNS, read_tracking, write_tracking
-from physmocap.matching.avatar import (POINT_GROUPS, Avatar, avatar_feature_spec, avatar_on_body,
+from physmocap.matching.avatar import (POINT_GROUPS, Avatar, AvatarSettings, avatar_feature_spec,
+                                       avatar_on_body,
                                        avatar_features, avatar_report, extract_track,
                                        find_tracked_joints, lower_body_joints, naive_avatar,
                                        rest_frame, run_avatar)
@@ -523,3 +525,19 @@ def test_cli_errors(tmp_path, small_db, capsys):
                  str(tmp_path / "t.csv")]) == 1
     assert "unknown file type" in capsys.readouterr().err
     assert isinstance(FileFormatError("x"), PhysmocapError)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("controller", {"search_every": 5}), ("window", 0.0), ("stand_speed", -0.1),
+    ("max_slide", float("nan")), ("slide_speed", "fast"), ("clavicle_deg", float("inf")),
+    ("align_halflife", -1.0), ("sim_pull", 1.5), ("lock_blend", -1), ("head_span", 0),
+    ("head_span", 2.0), ("foot_lock", 1), ("turn_speeds", (0.6, 0.2)),
+    ("align_fade", (30.0,)), ("pole", (0.0, 0.0, 0.0)), ("pole", "down"),
+])
+def test_bad_avatar_settings_are_one_settings_error(field, value):
+    """Each is one line when the settings are made (before, none was checked), and the edges the
+    docstring allows are accepted."""
+    with pytest.raises(SettingsError, match=f"AvatarSettings: {field} must be") as e:
+        AvatarSettings(**{field: value})
+    assert "\n" not in str(e.value)
+    assert AvatarSettings(sim_pull=0.0, lock_blend=0, clavicle_deg=0.0, align_halflife=0.0)

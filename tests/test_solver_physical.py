@@ -7,7 +7,8 @@ import pytest
 from physmocap import MarkerSet, ShapeError, Skeleton, quat
 from physmocap.io.bvh import read_bvh
 from physmocap.solver.body import PhysicsBody
-from physmocap.solver.physical import (landmarks, plant_anchors,
+from physmocap.errors import SettingsError
+from physmocap.solver.physical import (PhysicalSettings, landmarks, plant_anchors,
                                        solve_physical)
 from physmocap.solver.synthetic import place_markers, synthesize
 
@@ -203,3 +204,20 @@ object = "bar"
     hold = r.report["hand_holds"]["LeftHand_hold1"]
     assert hold["frames"] == b - a
     assert hold["error_mm_mean"] < 10.0                      # on the bar, not 3 cm off
+
+
+@pytest.mark.parametrize("field, value", [
+    ("stiffness", 0.0), ("outlier_distance", float("nan")), ("timestep", -1.0),
+    ("mass_floor", 0.0), ("tol", -1e-4), ("plant_stiffness", float("inf")), ("resist", "x"),
+    ("keep", 1.5), ("substeps", 0), ("min_substeps", 2.5), ("predict", 1),
+    ("ball_limits", None),
+])
+def test_bad_physical_settings_are_one_settings_error(field, value):
+    """Each is one line when the settings are made (before, none was checked), and the edges the
+    docstring allows are accepted."""
+    with pytest.raises(SettingsError, match=f"PhysicalSettings: {field} must be") as e:
+        PhysicalSettings(**{field: value})
+    assert "\n" not in str(e.value)
+    with pytest.raises(SettingsError, match=r"min_substeps \(5\) exceeds substeps \(3\)"):
+        PhysicalSettings(substeps=3, min_substeps=5)
+    assert PhysicalSettings(keep=0.0, tol=0.0, resist=0.0, substeps=1, min_substeps=1)

@@ -50,7 +50,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError, UnknownNameError, known_list
+from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number,
+                      known_list)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -189,6 +190,42 @@ class AvatarSettings:
     head_span: int = 6
     align_halflife: float = 0.3
     align_fade: tuple = (30.0, 50.0)
+
+    def __post_init__(self):
+        # one clear line for a bad value when the settings are made, not frames into a run
+        if not isinstance(self.controller, ControllerSettings):
+            raise SettingsError(f"AvatarSettings: controller must be ControllerSettings, got "
+                                f"{type(self.controller).__name__}")
+        if bad_number(self.window, positive=True):
+            raise SettingsError(f"AvatarSettings: window must be a finite number > 0 s, got "
+                                f"{self.window!r}")
+        for name in ("stand_speed", "max_slide", "slide_speed", "clavicle_deg",
+                     "align_halflife"):
+            if bad_number(getattr(self, name)):
+                raise SettingsError(f"AvatarSettings: {name} must be a finite number >= 0, got "
+                                    f"{getattr(self, name)!r}")
+        if bad_number(self.sim_pull) or self.sim_pull > 1:
+            raise SettingsError(f"AvatarSettings: sim_pull must be a fraction 0..1, got "
+                                f"{self.sim_pull!r}")
+        for name, least in (("lock_blend", 0), ("head_span", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+                raise SettingsError(f"AvatarSettings: {name} must be a whole number of frames "
+                                    f">= {least}, got {v!r}")
+        if not isinstance(self.foot_lock, bool):
+            raise SettingsError(f"AvatarSettings: foot_lock must be True or False, got "
+                                f"{self.foot_lock!r}")
+        for name in ("turn_speeds", "align_fade"):
+            v = getattr(self, name)
+            if not (isinstance(v, (tuple, list)) and len(v) == 2
+                    and not any(bad_number(x) for x in v) and v[0] < v[1]):
+                raise SettingsError(f"AvatarSettings: {name} must be (lo, hi) with "
+                                    f"0 <= lo < hi, got {v!r}")
+        pole = np.asarray(self.pole, dtype=float) if isinstance(self.pole, (tuple, list)) \
+            else np.zeros(0)
+        if pole.shape != (3,) or not np.all(np.isfinite(pole)) or not np.any(pole):
+            raise SettingsError(f"AvatarSettings: pole must be a non-zero (forward, outward, "
+                                f"up) direction, got {self.pole!r}")
 
 
 @dataclass

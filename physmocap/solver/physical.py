@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import SettingsError, ShapeError, bad_number
 from ..markers import MarkerSet
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -72,6 +72,32 @@ class PhysicalSettings:
     hinge_stiffness: float = 2.0
     limit_stiffness: float = 10.0
     ball_limits: bool = False
+
+    def __post_init__(self):
+        # one clear line for a bad value when the settings are made, not inside PyBullet later
+        for name in ("stiffness", "outlier_distance", "timestep", "mass_floor"):
+            if bad_number(getattr(self, name), positive=True):
+                raise SettingsError(f"PhysicalSettings: {name} must be a finite number > 0, "
+                                    f"got {getattr(self, name)!r}")
+        for name in ("tol", "plant_stiffness", "resist", "hinge_stiffness", "limit_stiffness"):
+            if bad_number(getattr(self, name)):
+                raise SettingsError(f"PhysicalSettings: {name} must be a finite number >= 0, "
+                                    f"got {getattr(self, name)!r}")
+        if bad_number(self.keep) or self.keep > 1:
+            raise SettingsError(f"PhysicalSettings: keep must be a fraction 0..1, got "
+                                f"{self.keep!r}")
+        for name in ("substeps", "min_substeps"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise SettingsError(f"PhysicalSettings: {name} must be a whole number >= 1, "
+                                    f"got {v!r}")
+        if self.min_substeps > self.substeps:
+            raise SettingsError(f"PhysicalSettings: min_substeps ({self.min_substeps}) exceeds "
+                                f"substeps ({self.substeps})")
+        for name in ("predict", "ball_limits"):
+            if not isinstance(getattr(self, name), bool):
+                raise SettingsError(f"PhysicalSettings: {name} must be True or False, got "
+                                    f"{getattr(self, name)!r}")
 
 
 @dataclass(frozen=True, eq=False)
