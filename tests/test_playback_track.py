@@ -143,7 +143,16 @@ def test_tracker_errors(body):
     tr.reset(body.skeleton.offsets[0], lrot[0], lrot)
     with pytest.raises(SettingsError, match="dt must be > 0"):
         tr.step(np.zeros(3), lrot[0], lrot, 0.0)
+    for dt in (float("nan"), float("inf")):          # a ValueError and an OverflowError before
+        with pytest.raises(SettingsError, match="dt must be > 0"):
+            tr.step(np.zeros(3), lrot[0], lrot, dt)
+    pose = (body.skeleton.offsets[0], lrot[0], lrot)
+    for dt in (None, 0.0, float("nan")):                  # NaN gave NaN velocities before
+        with pytest.raises(SettingsError, match="reset: next_pose needs dt > 0 s"):
+            tr.reset(*pose, next_pose=pose, dt=dt)
     tr.close()
+    with pytest.raises(ShapeError, match="the reference needs at least 2 frames"):
+        track(standing(body, 0.5)[:1], body)
     with pytest.raises(SettingsError, match="known: assist, physical"):
         Tracker(body, "puppet")
 

@@ -517,8 +517,8 @@ class Tracker:
         root_pos, root_rot, lrot = self._check(root_pos, root_rot, lrot)
         v = w = ja = None
         if next_pose is not None:
-            if dt is None or dt <= 0:
-                raise SettingsError("reset: next_pose needs dt > 0")
+            if dt is None or not 0 < dt < float("inf"):           # NaN: NaN velocities
+                raise SettingsError(f"reset: next_pose needs dt > 0 s, got {dt!r}")
             p1, r1, l1 = self._check(*next_pose)
             v = (p1 - root_pos) / dt
             w = _ang_vel(root_rot, r1, dt, local=False)
@@ -588,7 +588,7 @@ class Tracker:
         """
         if self._ref is None:
             raise RuntimeError("Tracker.step before reset")
-        if dt <= 0:
+        if not 0 < dt < float("inf"):                  # NaN, inf: int() of them failed below
             raise SettingsError(f"Tracker.step: dt must be > 0 s, got {dt}")
         p, c, b, s = self.p, self.char.client, self.char.body, self.s
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
