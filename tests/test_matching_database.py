@@ -353,6 +353,17 @@ def test_build_errors(bandai10, data_dir):
         build_database([Motion(renamed, m.fps, m.root_pos, m.lrot)])
     with pytest.raises(ShapeError, match="2 are needed"):
         build_database([m[:1]])
+    with pytest.raises(ShapeError, match="motion 1 is not a Motion"):
+        build_database([m, "walk.bvh"])
+    sim = Skeleton(["Hips", "A", "B", "C", "D", "E", "F", "Simulation"], sk.parents, sk.offsets)
+    with pytest.raises(ShapeError, match="already has a joint named 'Simulation'"):
+        build_database([Motion(sim, m.fps, m.root_pos, m.lrot)])
+    # "feet" on one leg (no left and right to tell), a clip standing still: no facing to find
+    still = Motion(renamed, m.fps, np.tile(m.root_pos[:1], (m.n_frames, 1)), m.lrot)
+    with pytest.raises(ShapeError, match="cannot tell which way the hips face"):
+        build_database([still], contact_joints=("B", "C"))        # both on one leg
+    with pytest.raises(ShapeError, match="fps must be a positive number"):
+        resample(m, float("nan"))
 
 
 def test_database_type_checks_its_arrays(db60):
@@ -366,6 +377,15 @@ def test_database_type_checks_its_arrays(db60):
         PoseDatabase(**{**kw, "range_stops": kw["range_stops"] - 1})
     with pytest.raises(ShapeError, match="Simulation"):
         PoseDatabase(**{**kw, "names": ("Root",) + kw["names"][1:]})
+    for bad, match in ((dict(names=kw["names"][:2] + kw["names"][1:-1]), "must be unique"),
+                       (dict(parents=np.r_[-1, 2, kw["parents"][2:]]), "parents must satisfy"),
+                       (dict(fps=0.0), "fps must be a positive number"),
+                       (dict(clip_names=kw["clip_names"][:-1]), "clip_names: expected"),
+                       (dict(contact_joints=("LeftFoot",)), "contact_joints must name two")):
+        with pytest.raises(ShapeError, match=match):
+            PoseDatabase(**{**kw, **bad})
+    with pytest.raises(UnknownNameError, match="unknown clip 'nope'; known: "):
+        db60.clip_slice("nope")
     with pytest.raises(UnknownNameError, match="known: Simulation, Hips"):
         db60.index("Pelvis")
     with pytest.raises(ShapeError):

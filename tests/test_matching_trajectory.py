@@ -396,3 +396,36 @@ def test_root_clamps_refuse_nan_and_negative_limits():
             tr.clamp_root(np.zeros(3), np.ones(3), bad)
         with pytest.raises(ShapeError, match="max_distance and ratio must be >= 0"):
             tr.clamp_root(np.zeros(3), np.ones(3), 0.1, ratio=bad)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: Joystick([0.0], [[0.0, 1.0]], [False], walk_speeds=(1.0, -0.5, 0.8)),
+     "walk_speeds: need \\(forward, side, back\\) speeds >= 0"),
+    (lambda: Joystick([0.0], [[0.0, 1.0]], [False], run_speeds=(3.0, 1.0)),
+     "run_speeds: need"),
+    (lambda: Joystick([0.0, 1.0], [[0.0, 1.0]], [False, False]), "stick: expected finite shape"),
+    (lambda: Joystick([0.0], [[0.0, np.nan]], [False]), "stick: expected finite shape"),
+    (lambda: Joystick([0.0], [[0.0, 1.0]], [False], right=[[1.0, np.inf]]),
+     "right: expected finite shape"),
+    (lambda: Joystick.from_keys([(0.0, 0.0, 1.0)]), "rows must be \\(t, x, y, run"),
+    (lambda: Joystick.from_keys([]), "rows must be \\(t, x, y, run"),
+    (lambda: PathFollower([[0.0, 0.0], [np.nan, 1.0]], 1.0), "points must be finite"),
+    (lambda: HeadTrajectory([0.0, 1.0], [[0, 0, 1.6], [np.nan, 0, 1.6]],
+                            [[0, 0, 0, 1]] * 2), "pos must be finite"),
+    (lambda: HeadTrajectory([0.0, 1.0], [[0, 0, 1.6]] * 2, [[0, 0, 0, 1]] * 2,
+                            forward=(0, 0, 0)), "forward: expected a non-zero"),
+    (lambda: HeadTrajectory([0.0, 1.0], [[0, 0, 1.6]] * 2, [[0, 0, 0, 1]] * 2,
+                            forward=(1, 0)), "forward: expected a non-zero"),
+    (lambda: HeadTrajectory([0.0, 1.0], [[0, 0, 1.6]] * 2, [[0, 0, 0, 1]] * 2,
+                            turn_speeds=(0.6, 0.2)), "turn_speeds: need 0 <= lo < hi"),
+    (lambda: HeadTrajectory([0.0, 1.0], [[0, 0, 1.6]] * 2, [[0, 0, 0, 1]] * 2,
+                            turn_speeds=(np.nan, 0.2)), "turn_speeds: need 0 <= lo < hi"),
+    (lambda: PathFollower([[0.0, 0.0], [1.0, 0.0]], 1.0).desired(np.nan),
+     "time must be finite"),
+    (lambda: PathFollower([[0.0, 0.0], [1.0, 0.0]], 1.0).desired(0.0, sim_pos=[1.0]),
+     "sim_pos: expected shape"),
+])
+def test_bad_input_sources_are_one_shape_error(make, match):
+    with pytest.raises(ShapeError, match=match) as e:
+        make()
+    assert "\n" not in str(e.value)
