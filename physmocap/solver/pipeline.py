@@ -180,6 +180,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                    environment, warm, progress, checkpoint) -> SolveResult:
     t0 = time.perf_counter()
     say = progress or (lambda *a: None)
+    if warm not in ("kinematic", "previous"):            # before the calibration, not after it
+        raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
     missing = spec.missing(markers.labels)
     if missing:
         raise PhysmocapError(f"capture lacks markers the set '{spec.name}' requires: "
@@ -213,8 +215,6 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     sk, ms = subject.skeleton, subject.markerset
     t_cal = time.perf_counter()
 
-    if warm not in ("kinematic", "previous"):
-        raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
     ck = None
     if checkpoint is not None:
         ck = Checkpoint(checkpoint, job_key(

@@ -1,0 +1,60 @@
+"""``solver/pipeline.py``'s errors: each names the capture and stops before any work is lost."""
+from __future__ import annotations
+
+import pytest
+
+from physmocap.errors import PhysmocapError
+from physmocap.solver import pipeline
+
+
+@pytest.fixture(scope="module")
+def take(data_dir):
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import load_body, pick_markerset
+    t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
+    t = type(t)(t.labels, t.fps, t.pos[:30], t.is_virtual, t.subject, dict(t.meta))
+    return t, pick_markerset(t.labels), load_body()
+
+
+def _frames(t, stop):
+    return type(t)(t.labels, t.fps, t.pos[:stop], t.is_virtual, t.subject, dict(t.meta))
+
+
+def test_a_capture_missing_required_markers_names_them(take):
+    t, spec, body = take
+    keep = [l for l in t.labels if l not in ("LKNE", "RANK")]
+    with pytest.raises(PhysmocapError, match="capture lacks markers the set 'cmu41' requires: "
+                                             "LKNE, RANK") as e:
+        pipeline.solve_capture(t.select(keep), spec, body)
+    assert "02_01.c3d" in str(e.value)
+
+
+def test_a_capture_without_frames(take):
+    t, spec, body = take
+    with pytest.raises(PhysmocapError, match="02_01.c3d: capture has no frames"):
+        pipeline.solve_capture(_frames(t, 0), spec, body)
+
+
+def test_a_static_trial_missing_markers_of_the_motion(take):
+    t, spec, body = take
+    static = t.select([l for l in t.labels if l != "LFHD"])
+    with pytest.raises(PhysmocapError, match="static trial lacks markers of the motion trial: "
+                                             "LFHD"):
+        pipeline.solve_capture(t, spec, body, static=static)
+
+
+def test_an_unknown_warm_start_is_refused_before_any_work(take):
+    t, spec, body = take
+    stages = []
+    with pytest.raises(PhysmocapError, match="warm must be 'kinematic' or 'previous', got 'hot'"):
+        pipeline.solve_capture(t, spec, body, warm="hot", progress=lambda *a: stages.append(a))
+    assert stages == []          # not after the calibration (about a second of work) as before
+
+
+def test_an_unusable_checkpoint_folder(take, tmp_path):
+    t, spec, body = take
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(PhysmocapError, match="cannot use the checkpoint folder"):
+        pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "file" / "ck")
+    with pytest.raises(PhysmocapError, match="checkpoint path exists and is not a folder"):
+        pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "file")
