@@ -205,6 +205,43 @@ def test_extract_errors_name_what_is_missing():
         find_tracked_joints(sk2)
 
 
+
+def _arms(head, left_shoulder, right_shoulder):
+    """Hips, a head at ``head`` and two arms hanging 0.25 + 0.25 m from the shoulders (rest
+    offsets from the hips, m)."""
+    names = ("Hips", "Head", "LeftArm", "LeftForeArm", "LeftHand", "RightArm", "RightForeArm",
+             "RightHand")
+    down = [0.0, 0.0, -0.25]
+    offsets = np.array([[0, 0, 1.0], head, left_shoulder, down, down, right_shoulder, down, down])
+    return Skeleton(names, [-1, 0, 0, 2, 3, 0, 5, 6], offsets)
+
+
+def test_rest_frame_needs_an_up_and_a_left():
+    assert np.allclose(rest_frame(_arms([0, 0, 0.6], [0, 0.2, 0.5], [0, -0.2, 0.5])),
+                       [0, 0, 0, 1], atol=1e-9)              # upright, facing +X
+    for sk in (_arms([0, 0, 0], [0, 0.2, 0.5], [0, -0.2, 0.5]),      # head on the root
+               _arms([0, 0, 0.6], [0, 0, 0.5], [0, 0, 0.5])):         # both hands at one place
+        with pytest.raises(ShapeError, match="cannot tell up and left"):
+            rest_frame(sk)
+    with pytest.raises(ShapeError, match="hands lie above one another"):
+        rest_frame(_arms([0, 0, 0.6], [0, 0, 0.5], [0, 0, 0.2]))
+
+
+def test_the_avatar_refuses_a_head_feature_from_the_future(small_db, held_out):
+    """``avatar_features`` refuses future frames; a hand-made feature spec meets the same rule."""
+    from physmocap.matching.controller import output_skeleton
+    from physmocap.matching.features import ExtraFeature, FeatureSpec, compute_features
+    db, _ = small_db
+    sk = output_skeleton(db)
+    head = sk.names[find_tracked_joints(sk)[0]]
+    with pytest.raises(ShapeError, match="frames must be <= 0"):
+        avatar_features(db, head_weight=1.0, frames=(0, 5))
+    feats = compute_features(db, FeatureSpec(extra=[ExtraFeature(head, "velocity", (0, 5), 1.0,
+                                                                 "head_vel")]))
+    with pytest.raises(ShapeError, match="head_vel feature looks into the future"):
+        Avatar(db, feats, extract_track(held_out))
+
+
 # --- the avatar ---------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from physmocap.errors import SettingsError
+from physmocap.errors import SettingsError, ShapeError
 from physmocap.io.bvh import read_bvh
 from physmocap.matching import metrics
 from physmocap.matching.controller import (Controller, ControllerSettings, output_skeleton,
@@ -197,3 +197,10 @@ def test_controller_settings_take_their_documented_ranges():
     ok = ControllerSettings(turn_halflife=0.0, turn_radius=float("inf"), sync_ratio=0.0,
                             clamp_angle=np.pi, exclude_radius=np.int64(0), tag="walk")
     assert ok.turn_radius == float("inf") and ok.exclude_radius == 0
+
+
+def test_features_of_another_database_are_refused(small_db):
+    db, feats = small_db
+    other = build_database([db.to_motion(0, 60)])
+    with pytest.raises(ShapeError, match="features do not belong to this database"):
+        Controller(other, feats, PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0))

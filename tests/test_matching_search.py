@@ -458,6 +458,11 @@ def test_errors(backend):
         index.search(np.array(["a", "b", "c"]))
     with pytest.raises(ShapeError, match=r"\(3,\)"):
         index.search(np.zeros(4))
+    with pytest.raises(ShapeError, match="exclude_radius must be >= 0"):
+        index.search(np.zeros(3), exclude_radius=-1)
+    for leaf, branch, top in ((0, 4, 8), (4, 1, 8), (4, 4, 0)):
+        with pytest.raises(ShapeError, match="need leaf >= 1, branch >= 2, top >= 1"):
+            SearchIndex(X, ok, [0], [10], leaf=leaf, branch=branch, top=top, backend=backend)
     with pytest.raises(ShapeError, match="best_cost"):
         index.search(np.zeros(3), best_cost=np.nan)
     with pytest.raises(ShapeError, match="best_cost"):

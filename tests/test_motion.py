@@ -36,6 +36,8 @@ def test_slicing(motion):
     (dict(root_pos=np.zeros((9, 3))), "shape"),
     (dict(lrot=np.zeros((10, 2, 4))), "shape"),
     (dict(root_pos=np.full((10, 3), np.inf)), "finite"),
+    (dict(skeleton=("Hips", "Spine")), "Motion.skeleton must be a Skeleton"),
+    (dict(root_pos=[["a", "b", "c"]] * 10), "root_pos: cannot convert to float64 array"),
 ])
 def test_invalid(motion, change, msg):
     kw = dict(skeleton=motion.skeleton, fps=motion.fps, root_pos=motion.root_pos, lrot=motion.lrot)

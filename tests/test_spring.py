@@ -193,6 +193,9 @@ def test_errors():
     with pytest.raises(ShapeError, match=r"\(T,\)"):
         spring.character_predict(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.1,
                                  np.zeros((2, 2)))
+    with pytest.raises(ShapeError, match=r"dts: expected shape \(T,\)"):
+        spring.facing_predict(quat.identity(), np.zeros(3), quat.identity(), 0.1,
+                              np.zeros((2, 2)))
 
 
 def test_one_rotation_spring_is_the_batched_one_bit_for_bit():
