@@ -26,6 +26,9 @@ def test_render_errors(demo_solve, tmp_path, monkeypatch, capsys):
     motion = read_bvh(demo_solve["bvh"], unit="cm")
     with pytest.raises(PhysmocapError, match=".gif or .mp4"):
         render_motion(motion, tmp_path / "x.avi")
+    with pytest.raises(PhysmocapError, match="motion has no frames"):
+        render_motion(motion[:0], tmp_path / "x.gif")
+    assert not (tmp_path / "x.gif").exists()
     from matplotlib import animation
     monkeypatch.setattr(animation.writers, "is_available", lambda name: False)
     code = main(["render", str(demo_solve["bvh"]), "-o", str(tmp_path / "x.mp4")])

@@ -94,6 +94,17 @@ def test_trace_from_files_errors(demo_solve, tmp_path):
     write_bvh(read_bvh(demo_solve["bvh"], unit="cm")[:50], short)
     with pytest.raises(PhysmocapError, match="not the same take"):
         trace_from_files(demo_solve["json"], bvh=short)
+    rep["source"] = "demo:spoiled walk"               # the demo's capture has no file
+    (tmp_path / "demo.json").write_text(json.dumps(rep))
+    with pytest.raises(PhysmocapError, match="names no c3d file; pass it with --c3d"):
+        trace_from_files(tmp_path / "demo.json", bvh=demo_solve["bvh"])
+    from physmocap.io.c3d import read_c3d, write_c3d
+    mk = read_c3d(demo_solve["c3d"])
+    fewer = tmp_path / "fewer.c3d"
+    write_c3d(mk.select(mk.labels[1:]), fewer)
+    with pytest.raises(PhysmocapError, match=f"fewer.c3d: capture lacks markers the report "
+                                             f"used: {mk.labels[0]}"):
+        trace_from_files(demo_solve["json"], c3d=fewer)
 
 
 def test_an_older_report_without_offsets_fits_them(demo_solve, tmp_path):
