@@ -9,7 +9,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from physmocap import MarkerSet, PhysmocapError, UnknownNameError
-from physmocap.errors import FileFormatError
+from physmocap.errors import FileFormatError, ShapeError
 from physmocap.scene import (BodyTemplate, MarkerSetSpec, list_bodies, list_markersets,
                              load_body, load_markerset, pick_markerset)
 
@@ -511,3 +511,28 @@ def test_environment_errors(tmp_path, text, match):
     with pytest.raises(PhysmocapError, match=match) as e:
         load_environment(f)
     assert str(f) in str(e.value) or "env.toml" in str(e.value)
+
+
+def test_templates_built_in_code_check_their_arrays():
+    body = load_body()
+    kw = {k: getattr(body, k) for k in ("skeleton", "joint_type", "axis", "limits", "mass",
+                                        "radius")}
+    J = len(body)
+    for bad, match in ((dict(skeleton="humanoid"), "skeleton must be a Skeleton"),
+                       (dict(joint_type=kw["joint_type"][:-1]), f"expected {J} entries"),
+                       (dict(joint_type=("free",) + ("socket",) * (J - 1)),
+                        "unknown joint types socket"),
+                       (dict(mass=np.r_[0.0, kw["mass"][1:]]), "mass must be finite and > 0"),
+                       (dict(radius=np.full(J, np.nan)), "radius must be finite and > 0")):
+        with pytest.raises(ShapeError, match=match):
+            BodyTemplate(**{**kw, **bad})
+    ms = load_markerset("cmu41")
+    kw = {k: getattr(ms, k) for k in ("name", "names", "segment", "offset", "weight",
+                                      "optional")}
+    M = len(ms.names)
+    for bad, match in ((dict(names=ms.names[:-1] + ms.names[:1]), "duplicate marker names"),
+                       (dict(segment=ms.segment[:-1]), f"segment: expected {M} entries"),
+                       (dict(weight=np.full(M, -1.0)), "weights finite and >= 0"),
+                       (dict(offset=np.full((M, 3), np.inf)), "offsets must be finite")):
+        with pytest.raises(ShapeError, match=match):
+            MarkerSetSpec(**{**kw, **bad})

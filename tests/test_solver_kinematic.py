@@ -340,6 +340,18 @@ def test_shape_errors(motion, markerset):
     bad = MarkerSet(("a", "b"), np.array([0, len(sk)]), np.zeros((2, 3)))
     with pytest.raises(ShapeError, match=r"marker 'b' sits on body 31.*only 31 joints"):
         solve_kinematic(sk, bad, np.zeros((2, 2, 3)))
+    with pytest.raises(ShapeError, match="pos: cannot convert to a float array"):
+        solve_kinematic(sk, markerset, [[["x", "y", "z"]] * M] * 2)
+    with pytest.raises(ShapeError, match="pos: no frames"):
+        solve_kinematic(sk, markerset, np.zeros((0, M, 3)))
+    for kw in (dict(iterations=0), dict(chunk=0), dict(tol=float("nan"))):
+        with pytest.raises(ShapeError, match="iterations, chunk and chunk_incomplete must be"):
+            solve_kinematic(sk, markerset, np.zeros((2, M, 3)), **kw)
+    with pytest.raises(ShapeError, match="init must be a Motion on a skeleton with the same"):
+        solve_kinematic(sk, markerset, np.zeros((2, M, 3)), init=np.zeros((2, len(sk), 4)))
+    with pytest.raises(ShapeError, match="marker set is empty"):
+        solve_kinematic(sk, MarkerSet((), np.zeros(0, int), np.zeros((0, 3))),
+                        np.zeros((2, 0, 3)))
 
 
 # --------------------------------------------------------------------------- rotation prior
