@@ -15,6 +15,7 @@ from physmocap.errors import ShapeError, UnknownNameError
 from physmocap.io.bvh import read_bvh
 from physmocap.markers import MarkerSet
 from physmocap.motion import Motion
+from physmocap.skeleton import Skeleton
 from physmocap.solver import (default_free_joints, joint_angle_error_deg, marker_jacobian,
                               marker_positions, observable_joints, place_markers,
                               solve_kinematic, synthesize)
@@ -92,6 +93,26 @@ def test_joint_angle_error(motion):
     e = joint_angle_error_deg(turned, motion, ["Hips", "LeftLeg"])
     assert e.shape == (motion.n_frames, 2)
     np.testing.assert_allclose(e, 10.0, atol=1e-6)
+    with pytest.raises(ShapeError, match="30 frames vs 268"):
+        joint_angle_error_deg(motion[:30], motion)
+    other = Motion(Skeleton(["Hips", "Spine"], [-1, 0], np.zeros((2, 3))), motion.fps,
+                   motion.root_pos, quat.identity((motion.n_frames, 2)))
+    with pytest.raises(ShapeError, match="skeletons differ in joints"):
+        joint_angle_error_deg(other, motion)
+    with pytest.raises(ShapeError, match=r"joints mask: expected shape \(31,\)"):
+        joint_angle_error_deg(motion, motion, np.ones(3, bool))
+
+
+def test_synthetic_markers_refuse_bad_settings(motion, markerset):
+    for kw in (dict(per_segment=0), dict(min_dist=0.0), dict(min_dist=0.2, max_dist=0.1),
+               dict(min_dist=float("nan"))):
+        with pytest.raises(ShapeError, match="per_segment must be|0 < min_dist <= max_dist"):
+            place_markers(motion, **kw)
+    with pytest.raises(ShapeError, match="no segment to put a marker on"):
+        place_markers(motion, skip=motion.skeleton.names)
+    for kw in (dict(noise_m=-0.001), dict(noise_m=float("nan")), dict(drop=1.5)):
+        with pytest.raises(ShapeError, match="need noise_m >= 0 and 0 <= drop <= 1"):
+            synthesize(motion, markerset, **kw)
 
 
 # --------------------------------------------------------------------------- derivatives

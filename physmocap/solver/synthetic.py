@@ -121,7 +121,7 @@ def synthesize(motion: Motion, markerset: MarkerSet, noise_m: float = 0.002, dro
     Returns:
         ``(F, M, 3)`` m, columns in ``markerset.names`` order, NaN = missing.
     """
-    if noise_m < 0 or not 0 <= drop <= 1:
+    if not (noise_m >= 0 and 0 <= drop <= 1):             # NaN noise made every marker NaN
         raise ShapeError(f"need noise_m >= 0 and 0 <= drop <= 1, got {noise_m}, {drop}")
     rng = np.random.default_rng(0) if rng is None else rng
     pos = marker_positions(motion.skeleton, markerset, motion.lrot, motion.root_pos)
