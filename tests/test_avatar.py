@@ -578,3 +578,13 @@ def test_bad_avatar_settings_are_one_settings_error(field, value):
         AvatarSettings(**{field: value})
     assert "\n" not in str(e.value)
     assert AvatarSettings(sim_pull=0.0, lock_blend=0, clavicle_deg=0.0, align_halflife=0.0)
+
+
+def test_a_truth_sharing_no_joint_with_the_avatar_is_named(avatar_run):
+    db, _, motion, rec = avatar_run
+    sk = Skeleton(("Pelvis", "Torso"), [-1, 0], np.array([[0, 0, 1.0], [0, 0, 0.3]]))
+    F = motion.n_frames
+    truth = Motion(sk, motion.fps, np.tile([0.0, 0.0, 1.0], (F, 1)), quat.identity((F, 2)))
+    with pytest.raises(UnknownNameError, match="no joint of the output matches a truth joint; "
+                                               "truth joints: Pelvis, Torso"):
+        avatar_report(db, motion, rec, truth)

@@ -1,12 +1,17 @@
 """The simulated character's geometry follows the skeleton's forward kinematics."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 
 from physmocap import quat
+from physmocap.errors import PhysmocapError
 from physmocap.motion import Motion
-from physmocap.playback.character import Character
+from physmocap.playback.character import Character, foot_joints
 from physmocap.scene import load_body
+from physmocap.skeleton import Skeleton
 
 
 def test_link_frames_match_forward_kinematics(rng):
@@ -99,3 +104,18 @@ def test_spherical_motor_force_limit_is_its_first_component():
     np.testing.assert_allclose(_spherical_motor_reaches([50, 50, 0]), [0.5, 0, 0.5], atol=1e-3)
     # the first component 0: no axis moves
     np.testing.assert_allclose(_spherical_motor_reaches([0, 50, 50]), [0, 0, 0], atol=1e-3)
+
+
+def test_a_body_without_feet_is_named_with_its_joints():
+    """Foot contacts need Left/Right ``*Foot`` or ``*Toes`` joints: one line listing what the
+    body has."""
+    body = load_body()
+    sk = body.skeleton
+    names = [n.replace("Foot", "Paw").replace("Toes", "Claw") for n in sk.names]
+    pawed = replace(body, skeleton=Skeleton(names, sk.parents, sk.offsets, sk.end_sites),
+                    name="pawed")
+    with pytest.raises(PhysmocapError, match="body 'pawed' has no LeftFoot/RightFoot joints; "
+                                             "foot contacts need them \\(joints: Hips, Spine"):
+        foot_joints(pawed)
+    assert foot_joints(body) == ([sk.index("LeftFoot"), sk.index("LeftToes")],
+                                 [sk.index("RightFoot"), sk.index("RightToes")])
