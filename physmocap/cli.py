@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -451,7 +452,13 @@ def _scene_controller(database, input_scene, duration, settings=None):
 
     db = load_database(database)
     scene_path = _resolve(input_scene, "inputs", "input scene")
-    duration = duration or float(_read(scene_path).get("run", {}).get("duration", 10.0))
+    if duration is None:
+        duration = _read(scene_path).get("run", {}).get("duration", 10.0)
+        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not (
+                math.isfinite(duration) and duration > 0):
+            raise PhysmocapError(f"[run] duration must be a number of seconds > 0, got "
+                                 f"{duration!r}", scene_path)
+        duration = float(duration)
     ctrl = Controller(db, compute_features(db), load_input(scene_path),
                       settings or ControllerSettings())
     return db, ctrl, scene_path, duration
@@ -734,6 +741,22 @@ def cmd_batch(args) -> int:
     return 0
 
 
+def _positive_float(text: str) -> float:
+    """A finite number > 0 (seconds, frames per second): NaN, inf and 0 are usage errors, not
+    a traceback from the loop they would size."""
+    v = float(text)
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def _non_negative_float(text: str) -> float:
+    v = float(text)
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return v
+
+
 def _positive_int(text: str) -> int:
     n = int(text)
     if n < 1:
@@ -816,7 +839,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("motion", help="BVH or DeepMimic clip")
     sp.add_argument("--markers", help="C3D capture to draw with the skeleton")
     sp.add_argument("-o", "--output", required=True, help="output .gif or .mp4 (needs ffmpeg)")
-    sp.add_argument("--fps", type=float, default=30.0, help="frames per second (default 30)")
+    sp.add_argument("--fps", type=_positive_float, default=30.0,
+                    help="frames per second (default 30)")
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
     sp = add("play", cmd_play, "physical playback: the simulated body follows a motion, or a "
@@ -824,7 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("motion", help="BVH or DeepMimic clip (retargeted to the humanoid body), or "
                     "a motion-matching database DB.npz with --input")
     sp.add_argument("--input", help="input scene for a database (shipped name or TOML file)")
-    sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run] duration)")
+    sp.add_argument("--duration", type=_positive_float,
+                    help="seconds (default: the scene's [run] duration)")
     sp.add_argument("--physics", action="store_true",
                     help="accepted for symmetry with 'avatar --physics': play always simulates")
     sp.add_argument("-o", "--output", required=True, help="simulated motion (BVH)")
@@ -875,7 +900,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
     sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
     sp.add_argument("--report", help="JSON report path")
-    sp.add_argument("--head-weight", type=float, default=0.0,
+    sp.add_argument("--head-weight", type=_non_negative_float, default=0.0,
                     help="weight of the character-frame head-velocity feature in the search "
                          "(default 0: the head's and hands' features in the head's frame do "
                          "its work)")
@@ -924,7 +949,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="input scene: a shipped name (figure_eight, straight_walk, …) or a file")
     sp.add_argument("-o", "--output", required=True, help="output BVH")
     sp.add_argument("--report", help="JSON report path")
-    sp.add_argument("--duration", type=float, help="seconds (default: the scene's [run])")
+    sp.add_argument("--duration", type=_positive_float,
+                    help="seconds (default: the scene's [run])")
     sp.add_argument("--search-every", type=int, default=10, help="frames between searches")
     sp.add_argument("--no-foot-lock", action="store_true",
                     help="skip foot locking (two-bone IK pins feet in contact)")

@@ -92,6 +92,12 @@ def test_every_command_has_help_with_example():
     ["mm", "run", "db.npz"], ["convert", "a.bvh"], ["nosuchcommand"], ["batch", "d", "-o", "o",
                                                                        "--workers", "0"],
     ["inspect", "x.bvh", "--no-such-flag"], ["-q", "-v", "inspect", "x.bvh"],
+    # numbers that would size a loop: a traceback (NaN, inf, negative frame counts) before
+    ["mm", "run", "db.npz", "--input", "straight_walk", "-o", "o.bvh", "--duration", "nan"],
+    ["play", "db.npz", "--input", "straight_walk", "-o", "o.bvh", "--duration", "inf"],
+    ["play", "db.npz", "--input", "straight_walk", "-o", "o.bvh", "--duration", "-3"],
+    ["render", "x.bvh", "-o", "x.gif", "--fps", "0"],
+    ["avatar", "db.npz", "--tracking", "t.csv", "-o", "a.bvh", "--head-weight", "nan"],
 ])
 def test_usage_errors_exit_2_with_usage_on_stderr(args):
     r = subprocess.run([sys.executable, "-m", "physmocap", *args], capture_output=True, text=True)

@@ -243,6 +243,9 @@ def test_file_errors(tmp_path):
 def test_write_refuses_a_rotation_order_that_is_not_xyz(tmp_path):
     with pytest.raises(PhysmocapError, match="'XYY' must be a permutation of XYZ"):
         write_bvh(loads_bvh(SMALL, unit="cm"), tmp_path / "o.bvh", order="xyy")
+    for bad in (-1, 16, 2.5, float("nan")):        # numpy's format ValueError before
+        with pytest.raises(PhysmocapError, match="decimals must be a whole number 0..15"):
+            write_bvh(loads_bvh(SMALL, unit="cm"), tmp_path / "o.bvh", decimals=bad)
     assert not (tmp_path / "o.bvh").exists()
 
 

@@ -176,6 +176,27 @@ def test_cli_input_by_shipped_name_and_unknown_name(small_db, tmp_path, capsys):
                  str(tmp_path / "o.bvh")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "known: figure_eight" in err[0]
+    # a scene's own [run] duration that is no duration: one line naming the scene (a
+    # traceback from float() or from the frame count before)
+    for bad in ('"long"', "-5", "nan", "true"):
+        scene = tmp_path / "walk.toml"
+        scene.write_text(f'[run]\nduration = {bad}\n[input]\nkind = "path"\nspeed = 1.0\n'
+                         f'points = [[0.0, 0.0], [5.0, 0.0]]\n')
+        for cmd in (["mm", "run"], ["play"]):
+            code = main([*cmd, str(tmp_path / "db.npz"), "--input", str(scene), "-o",
+                         str(tmp_path / "o2.bvh")])
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 1 and len(err) == 1, (bad, cmd, err)
+            assert "walk.toml: [run] duration must be a number of seconds > 0" in err[0]
+    assert not (tmp_path / "o2.bvh").exists()
+
+
+def test_run_controller_needs_a_duration(small_db):
+    db, feats = small_db
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, "2"):
+        ctrl = Controller(db, feats, PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0))
+        with pytest.raises(SettingsError, match="run_controller: duration must be a finite"):
+            run_controller(ctrl, bad)
 
 
 @pytest.mark.parametrize("field, value", [

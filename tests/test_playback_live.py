@@ -569,3 +569,13 @@ def test_frame_feet_forward_kinematics_is_the_returned_pose(rng, steady):
         kept = [j for j in range(len(body)) if j not in moved and j > 0]
         assert np.array_equal(trot[kept], quat.normalize(lrot)[kept])
         assert not np.allclose(trot[moved], quat.normalize(lrot)[moved], atol=1e-3)
+
+
+def test_run_live_needs_a_duration(walk_db, project_root):
+    """NaN and inf raised numpy's ValueError / an OverflowError; a negative duration ran two
+    frames."""
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    for bad in (float("nan"), float("inf"), -1.0, 0.0):
+        with pytest.raises(SettingsError, match="run_live: duration must be a finite number"):
+            run_live(Controller(db, feats, src), bad)

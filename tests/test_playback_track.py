@@ -153,6 +153,12 @@ def test_tracker_errors(body):
     tr.close()
     with pytest.raises(ShapeError, match="the reference needs at least 2 frames"):
         track(standing(body, 0.5)[:1], body)
+    for loops in (0, 1.5, True):          # 0 played it once, 1.5 was a TypeError, before
+        with pytest.raises(SettingsError, match="track: loops must be a whole number >= 1"):
+            track(standing(body, 0.5), body, loops=loops)
+    from physmocap.playback.reference import loop_motion
+    with pytest.raises(SettingsError, match="loop_motion: loops must be a whole number >= 1"):
+        loop_motion(standing(body, 0.5), 0)
     with pytest.raises(SettingsError, match="known: assist, physical"):
         Tracker(body, "puppet")
 

@@ -28,6 +28,9 @@ def test_render_errors(demo_solve, tmp_path, monkeypatch, capsys):
         render_motion(motion, tmp_path / "x.avi")
     with pytest.raises(PhysmocapError, match="motion has no frames"):
         render_motion(motion[:0], tmp_path / "x.gif")
+    for bad in (0, -5.0, float("nan"), float("inf")):      # a ZeroDivisionError at 0 before
+        with pytest.raises(PhysmocapError, match="render: fps must be a finite number > 0"):
+            render_motion(motion, tmp_path / "x.gif", fps=bad)
     assert not (tmp_path / "x.gif").exists()
     from matplotlib import animation
     monkeypatch.setattr(animation.writers, "is_available", lambda name: False)

@@ -424,6 +424,9 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
         order: rotation order of every joint, intrinsic, as in ``CHANNELS`` (``'ZXY'``).
         decimals: digits after the point for positions and angles.
     """
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)) or not (
+            0 <= decimals <= 15):
+        raise PhysmocapError(f"decimals must be a whole number 0..15, got {decimals!r}")
     order = order.upper()
     if sorted(order) != ["X", "Y", "Z"]:
         raise PhysmocapError(f"rotation order {order!r} must be a permutation of XYZ")

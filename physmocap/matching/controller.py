@@ -284,7 +284,10 @@ class Controller:
 def run_controller(controller: Controller, duration: float, progress=None
                    ) -> tuple[Motion, ControllerRecord]:
     """Play ``duration`` seconds; the output as a ``Motion`` (hips root, world, Z up)."""
-    n = int(round(duration / controller.dt))
+    if bad_number(duration, positive=True):
+        raise SettingsError(f"run_controller: duration must be a finite number of seconds > 0, "
+                            f"got {duration!r}")
+    n = max(1, int(round(duration / controller.dt)))
     sk = output_skeleton(controller.db)
     root = np.empty((n, 3))
     lrot = np.empty((n, len(sk), 4))

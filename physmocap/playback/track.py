@@ -888,6 +888,9 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
     body = _on_template(motion, body)
     ref = motion
+    if isinstance(loops, bool) or not isinstance(loops, (int, np.integer)) or loops < 1:
+        # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
+        raise SettingsError(f"track: loops must be a whole number >= 1, got {loops!r}")
     if ref.n_frames < 2:
         raise ShapeError("track: the reference needs at least 2 frames")
     if hand_targets is not None:

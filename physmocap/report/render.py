@@ -1,6 +1,7 @@
 """Offline rendering of a motion (and markers) to GIF or MP4 with matplotlib, for papers/slides."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,9 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
         raise PhysmocapError("render writes .gif or .mp4", path)
     if motion.n_frames == 0:
         raise PhysmocapError("motion has no frames", motion.meta.get("path"))
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not (
+            math.isfinite(fps) and fps > 0):
+        raise PhysmocapError(f"render: fps must be a finite number > 0, got {fps!r}")
     plt = pyplot()
     from matplotlib import animation
     if suffix == ".mp4":
