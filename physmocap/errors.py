@@ -6,6 +6,7 @@ helps, what to do. The CLI prints exactly that line and exits with status 1.
 from __future__ import annotations
 
 import math
+import numbers
 
 __all__ = [
     "PhysmocapError", "FileFormatError", "UnitError", "ShapeError", "UnknownNameError",
@@ -54,8 +55,19 @@ def known_list(names, limit: int = 12) -> str:
     return ", ".join(names[:limit]) + f", … ({len(names)} in all)"
 
 
+def require_numbers(where: str, positive: tuple = (), **values) -> None:
+    """One ``SettingsError`` line for the first of ``values`` (name -> value) that is not a finite
+    number ``>= 0`` (``> 0`` for the names in ``positive``): the functions' own arguments get
+    the settings classes' check (NaN passed ``< 0`` tests and broke ``int()`` later)."""
+    for name, v in values.items():
+        if bad_number(v, name in positive):
+            raise SettingsError(f"{where}: {name} must be a finite number "
+                                f"{'> 0' if name in positive else '>= 0'}, got {v!r}")
+
+
 def bad_number(v, positive: bool = False) -> bool:
     """``v`` is not a finite number ``>= 0`` (``> 0`` if ``positive``; a bool is no number):
     the check behind the settings classes' one-line ``SettingsError``."""
-    return (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+    # numbers.Real: numpy's scalars too (a rate read as float32 is a number)
+    return (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)
             or v < 0 or (positive and v == 0))

@@ -588,3 +588,11 @@ def test_a_truth_sharing_no_joint_with_the_avatar_is_named(avatar_run):
     with pytest.raises(UnknownNameError, match="no joint of the output matches a truth joint; "
                                                "truth joints: Pelvis, Torso"):
         avatar_report(db, motion, rec, truth)
+
+
+def test_a_head_weight_is_a_number_at_least_zero(small_db):
+    """-1 was read as "off" like 0, NaN failed deep in the feature spec."""
+    db, _ = small_db
+    for bad in (-1.0, float("nan"), "4"):
+        with pytest.raises(SettingsError, match="avatar_feature_spec: head_weight must be"):
+            avatar_features(db, head_weight=bad)

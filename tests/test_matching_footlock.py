@@ -1,7 +1,9 @@
 """Foot locking pins feet in contact without changing limb lengths or foot orientation."""
 import numpy as np
+import pytest
 
 from physmocap import Motion, quat
+from physmocap.errors import SettingsError
 from physmocap.matching import metrics
 from physmocap.matching.footlock import lock_feet
 from physmocap.scene import load_body
@@ -42,3 +44,13 @@ def test_a_lock_that_would_stretch_too_far_is_released():
     f = m.skeleton.index("LeftFoot")
     gap = np.linalg.norm(out.gpos[:, f] - m.gpos[:, f], axis=-1)
     assert gap.max() < 0.26
+
+
+def test_bad_lock_settings_are_one_settings_error():
+    m = sliding_stance()
+    contacts = np.ones((m.n_frames, 2), bool)
+    for blend in (-1, 2.5, float("nan")):                  # all three ran before
+        with pytest.raises(SettingsError, match="lock_feet: blend must be a whole number"):
+            lock_feet(m, ("LeftFoot", "RightFoot"), contacts, blend=blend)
+    with pytest.raises(SettingsError, match="lock_feet: max_slide must be a finite number"):
+        lock_feet(m, ("LeftFoot", "RightFoot"), contacts, max_slide=float("nan"))

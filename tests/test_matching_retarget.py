@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from physmocap import Skeleton, UnknownNameError
+from physmocap.errors import SettingsError
 from physmocap.io.bvh import read_bvh
 from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
 from physmocap.matching.retarget import retarget
@@ -109,6 +110,10 @@ def test_planted_frames_are_low_and_slow():
     p = planted_frames(x, 60.0)
     assert p[:30].all() and p[91:].all() and not p[31:90].any()
     assert planted_frames(x[:1], 60.0).tolist() == [True]      # one frame: no speed
+    for kw in (dict(fps=0.0), dict(height=float("nan")), dict(speed=-1.0)):
+        kw = {"fps": 60.0, **kw}
+        with pytest.raises(SettingsError, match="planted_frames: .* must be a finite number"):
+            planted_frames(x, **kw)
 
 
 def test_a_first_frame_on_its_toes_does_not_tilt_the_planted_foot(data_dir):

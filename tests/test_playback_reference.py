@@ -9,7 +9,7 @@ import pytest
 from physmocap import quat
 from physmocap.motion import Motion
 from physmocap.playback import FrameRetargeter, TrackingSettings, track
-from physmocap.errors import ShapeError
+from physmocap.errors import SettingsError, ShapeError
 from physmocap.playback.reference import (StanceFloor, SwingLift, close_cycle, ground_motion,
                                           level_feet, loop_motion, sole_points, sole_sides,
                                           walk_cycle)
@@ -360,3 +360,17 @@ def test_walk_cycle_errors(body):
     with pytest.raises(ShapeError, match="no cycle"):
         walk_cycle(m)
     assert walk_cycle(m, min_s=0.3, max_s=0.6)[2] >= 0
+    for kw in (dict(min_s=float("nan")), dict(min_s=0.0), dict(max_s=-1.0),
+               dict(velocity_s=float("inf"))):                  # NaN: a ValueError before
+        with pytest.raises(SettingsError, match="walk_cycle: .* must be a finite number"):
+            walk_cycle(m, **kw)
+
+
+def test_reference_helpers_refuse_nan_and_negative_settings(body):
+    m = _periodic_walk(body, 60, 40)
+    for kw in (dict(smooth_s=float("nan")), dict(smooth_s=-0.1), dict(still_speed=-1.0)):
+        with pytest.raises(SettingsError, match="ground_motion: .* must be a finite number"):
+            ground_motion(m, body, **kw)
+    for clearance in (float("nan"), -0.01):         # both ran before, the NaN one to NaN poses
+        with pytest.raises(SettingsError, match="SwingLift: clearance must be a finite"):
+            SwingLift(body, clearance)

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from physmocap import ShapeError
+from physmocap.errors import SettingsError
 from physmocap.solver.contacts import detect_plants
 
 
@@ -38,3 +39,17 @@ def test_shapes():
     with pytest.raises(ShapeError):
         detect_plants(np.zeros((10, 3)), 120.0)
     assert detect_plants(np.zeros((0, 2, 3)), 120.0).shape == (0, 2)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(fps=float("nan")), "fps must be a finite number > 0"),      # a ValueError before
+    (dict(fps=0.0), "fps must be a finite number > 0"),               # ran, dividing by zero
+    (dict(height_on=-0.01), "height_on must be a finite number >= 0"),
+    (dict(speed_off=float("inf")), "speed_off must be a finite number >= 0"),
+    (dict(min_frames=0), "min_frames must be a whole number >= 1"),
+])
+def test_bad_settings_are_one_settings_error(kw, match):
+    pos, _ = stepping()
+    kw = {"fps": 120.0, **kw}
+    with pytest.raises(SettingsError, match="detect_plants: " + match):
+        detect_plants(pos, **kw)

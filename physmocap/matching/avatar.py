@@ -50,8 +50,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import quat
-from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number,
-                      known_list)
+from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number, known_list,
+                      require_numbers)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -442,6 +442,7 @@ def avatar_feature_spec(db: PoseDatabase, head_weight: float = 4.0, frames=(0,),
     database frames; group ``head_vel``): the live query fills it from the tracked head, so the
     search also matches the gait phase the head's bob and sway reveal. ``head_weight`` 0 leaves
     the group out."""
+    require_numbers("avatar_feature_spec", head_weight=head_weight)   # -1 was "off", NaN a crash
     if head_weight <= 0:
         return base
     frames = tuple(int(k) for k in frames)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import quat
 from .._arrays import step_speed
 from ..conventions import up_to_zup_matrix
-from ..errors import UnknownNameError, known_list
+from ..errors import UnknownNameError, known_list, require_numbers
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
@@ -219,6 +219,7 @@ def planted_frames(x: np.ndarray, fps: float, height: float = 0.03, speed: float
     """``(F,)`` bool: the frames where a foot joint at ``x (F, 3)`` m (Z up) is planted: within
     ``height`` m of its lowest (5th percentile) height and moving slower than ``speed`` m/s
     horizontally (the first frame takes the second's speed)."""
+    require_numbers("planted_frames", ("fps",), fps=fps, height=height, speed=speed)
     x = np.asarray(x, float)
     sp = step_speed(np.diff(x[:, :2], axis=0), fps)
     return (x[:, 2] < np.percentile(x[:, 2], 5) + height) & (sp < speed)

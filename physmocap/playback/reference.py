@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import quat
 from .._arrays import step_speed
-from ..errors import SettingsError, ShapeError
+from ..errors import SettingsError, ShapeError, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate
 from ..skeleton import Skeleton
@@ -133,6 +133,7 @@ def ground_motion(motion: Motion, body: BodyTemplate, smooth_s: float = 0.1,
     horizontally), the lowest still foot is put on the floor instead: a planted foot is on the
     floor, and a moving one may reach below it (a pushing-off toe retargeted onto other limb
     lengths: ``TrackingSettings.ground_still``)."""
+    require_numbers("ground_motion", smooth_s=smooth_s, still_speed=still_speed)
     joints, pts = sole_points(body)
     P = motion.gpos[:, joints] + quat.rotate(motion.grot[:, joints], pts)
     z = P[..., 2]
@@ -213,6 +214,7 @@ class SwingLift:
     hard when they came down again."""
 
     def __init__(self, body: BodyTemplate, clearance: float, speeds: tuple = (0.5, 1.0)):
+        require_numbers("SwingLift", clearance=clearance)
         self.sk, self.clearance, self.speeds = body.skeleton, float(clearance), speeds
         self.sides = sole_sides(body)
         self.chains = leg_chains(body)
@@ -274,6 +276,8 @@ def walk_cycle(motion: Motion, min_s: float = 0.8, max_s: float = 2.0,
     A captured walk starts from standing and ends elsewhere; looped whole, its seam would put
     the last pose next to the first. Raises ``ShapeError`` if the clip is shorter than
     ``min_s`` (no cycle fits)."""
+    require_numbers("walk_cycle", ("min_s", "max_s"), min_s=min_s, max_s=max_s,
+                    velocity_s=velocity_s)
     from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
     F, fps = motion.n_frames, float(motion.fps)
     lo, hi = int(np.ceil(min_s * fps)), min(int(np.floor(max_s * fps)), F - 1)

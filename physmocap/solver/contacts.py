@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import SettingsError, ShapeError, require_numbers
 
 __all__ = ["detect_plants", "FOOT_MARKERS"]
 
@@ -43,6 +43,12 @@ def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_o
     Returns:
         ``(F, K)`` bool, True while the marker is planted. Missing samples are never planted.
     """
+    require_numbers("detect_plants", ("fps",), fps=fps, height_on=height_on,
+                    height_off=height_off, speed_on=speed_on, speed_off=speed_off)
+    if isinstance(min_frames, bool) or not isinstance(min_frames, (int, np.integer)) or \
+            min_frames < 1:
+        raise SettingsError(f"detect_plants: min_frames must be a whole number >= 1, got "
+                            f"{min_frames!r}")
     pos = np.asarray(pos, dtype=float)
     if pos.ndim != 3 or pos.shape[-1] != 3:
         raise ShapeError(f"foot-marker positions must be (F, K, 3), got {pos.shape}")

@@ -1,0 +1,24 @@
+"""``errors.py``: the number checks behind the one-line ``SettingsError``s."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from physmocap.errors import PhysmocapError, SettingsError, bad_number, require_numbers
+
+
+def test_bad_number_takes_numpy_scalars_and_refuses_bools_text_nan_and_inf():
+    for good in (0, 0.5, np.float32(2.0), np.float64(1e9), np.int64(3)):
+        assert not bad_number(good)
+    for bad in (True, "1", None, float("nan"), float("inf"), -1e-12, np.float32("nan")):
+        assert bad_number(bad)
+    assert bad_number(0, positive=True) and not bad_number(1e-9, positive=True)
+
+
+def test_require_numbers_names_the_first_bad_one():
+    require_numbers("f", ("a",), a=1.0, b=0.0)
+    with pytest.raises(SettingsError, match=r"^f: a must be a finite number > 0, got 0$"):
+        require_numbers("f", ("a",), a=0, b=-1)
+    with pytest.raises(SettingsError, match=r"^f: b must be a finite number >= 0, got nan$") as e:
+        require_numbers("f", ("a",), a=1, b=float("nan"))
+    assert isinstance(e.value, PhysmocapError) and isinstance(e.value, ValueError)
