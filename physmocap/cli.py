@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PhysmocapError, SettingsError
+from .errors import PhysmocapError, SettingsError, bad_number
 
 EXAMPLES = {
     "solve": "physmocap solve walk.c3d -o walk.bvh --report walk.json\n"
@@ -454,8 +453,7 @@ def _scene_controller(database, input_scene, duration, settings=None):
     scene_path = _resolve(input_scene, "inputs", "input scene")
     if duration is None:
         duration = _read(scene_path).get("run", {}).get("duration", 10.0)
-        if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not (
-                math.isfinite(duration) and duration > 0):
+        if bad_number(duration, positive=True):
             raise PhysmocapError(f"[run] duration must be a number of seconds > 0, got "
                                  f"{duration!r}", scene_path)
         duration = float(duration)
@@ -745,14 +743,14 @@ def _positive_float(text: str) -> float:
     """A finite number > 0 (seconds, frames per second): NaN, inf and 0 are usage errors, not
     a traceback from the loop they would size."""
     v = float(text)
-    if not (math.isfinite(v) and v > 0):
+    if bad_number(v, positive=True):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return v
 
 
 def _non_negative_float(text: str) -> float:
     v = float(text)
-    if not (math.isfinite(v) and v >= 0):
+    if bad_number(v):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return v
 

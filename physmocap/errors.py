@@ -65,6 +65,12 @@ def require_numbers(where: str, positive: tuple = (), **values) -> None:
                                 f"{'> 0' if name in positive else '>= 0'}, got {v!r}")
 
 
+def bad_count(v, least: int = 1) -> bool:
+    """``v`` is not a whole number ``>= least`` (numpy's integers count; a bool and a float
+    do not): frames, loops, sub-steps."""
+    return isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least
+
+
 def bad_number(v, positive: bool = False) -> bool:
     """``v`` is not a finite number ``>= 0`` (``> 0`` if ``positive``; a bool is no number):
     the check behind the settings classes' one-line ``SettingsError``."""

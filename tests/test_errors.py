@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physmocap.errors import PhysmocapError, SettingsError, bad_number, require_numbers
+from physmocap.errors import (PhysmocapError, SettingsError, bad_count, bad_number,
+                              require_numbers)
 
 
 def test_bad_number_takes_numpy_scalars_and_refuses_bools_text_nan_and_inf():
@@ -22,3 +23,10 @@ def test_require_numbers_names_the_first_bad_one():
     with pytest.raises(SettingsError, match=r"^f: b must be a finite number >= 0, got nan$") as e:
         require_numbers("f", ("a",), a=1, b=float("nan"))
     assert isinstance(e.value, PhysmocapError) and isinstance(e.value, ValueError)
+
+
+def test_bad_count_takes_whole_numbers_only():
+    for good, least in ((1, 1), (0, 0), (np.int64(5), 1), (np.uint8(2), 2)):
+        assert not bad_count(good, least)
+    for bad, least in ((0, 1), (-1, 0), (True, 0), (2.0, 1), (float("nan"), 0), ("3", 1)):
+        assert bad_count(bad, least)

@@ -9,14 +9,13 @@ The reader maps the body to HumanBodyBones joint names so the rest of physmocap 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from .. import quat
 from ..conventions import snap_fps, up_to_zup_matrix
-from ..errors import FileFormatError, ShapeError
+from ..errors import FileFormatError, ShapeError, bad_number
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -78,7 +77,7 @@ def read_deepmimic(path, fps: float | None = None) -> Motion:
     interpolation of positions and slerp of rotations.
     """
     path = Path(path)
-    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+    if fps is not None and bad_number(fps, positive=True):
         # 0 divided by zero and NaN broke numpy's arange, below
         raise ShapeError(f"fps must be a positive number, got {fps!r}")
     try:

@@ -50,8 +50,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import quat
-from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number, known_list,
-                      require_numbers)
+from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_count, bad_number,
+                      known_list, require_numbers)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -196,20 +196,15 @@ class AvatarSettings:
         if not isinstance(self.controller, ControllerSettings):
             raise SettingsError(f"AvatarSettings: controller must be ControllerSettings, got "
                                 f"{type(self.controller).__name__}")
-        if bad_number(self.window, positive=True):
-            raise SettingsError(f"AvatarSettings: window must be a finite number > 0 s, got "
-                                f"{self.window!r}")
-        for name in ("stand_speed", "max_slide", "slide_speed", "clavicle_deg",
-                     "align_halflife"):
-            if bad_number(getattr(self, name)):
-                raise SettingsError(f"AvatarSettings: {name} must be a finite number >= 0, got "
-                                    f"{getattr(self, name)!r}")
+        require_numbers("AvatarSettings", ("window",), **{n: getattr(self, n) for n in (
+            "window", "stand_speed", "max_slide", "slide_speed", "clavicle_deg",
+            "align_halflife")})
         if bad_number(self.sim_pull) or self.sim_pull > 1:
             raise SettingsError(f"AvatarSettings: sim_pull must be a fraction 0..1, got "
                                 f"{self.sim_pull!r}")
         for name, least in (("lock_blend", 0), ("head_span", 1)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+            if bad_count(v, least):
                 raise SettingsError(f"AvatarSettings: {name} must be a whole number of frames "
                                     f">= {least}, got {v!r}")
         if not isinstance(self.foot_lock, bool):

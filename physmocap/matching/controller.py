@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_number
+from ..errors import SettingsError, ShapeError, bad_count, require_numbers
 from ..motion import Motion
 from ..skeleton import Skeleton
 from ..spring import character_update, simple_spring_rotation
@@ -89,17 +89,13 @@ class ControllerSettings:
         # (a NaN clamp was no clamp at all; ``search_every`` 0 never searched)
         for name, least in (("search_every", 1), ("exclude_radius", 0)):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+            if bad_count(v, least):
                 raise SettingsError(f"ControllerSettings: {name} must be a whole number of "
                                     f"frames >= {least}, got {v!r}")
-        for name in ("blend_halflife", "sim_halflife", "sim_rot_halflife", "sharp_change",
-                     "clamp_distance", "clamp_angle", "turn_halflife", "turn_ratio",
-                     "sync_ratio"):
-            positive = name.endswith("halflife") and name != "turn_halflife"   # springs' own
-            if bad_number(getattr(self, name), positive):
-                raise SettingsError(f"ControllerSettings: {name} must be a finite number "
-                                    f"{'> 0' if positive else '>= 0'}, got "
-                                    f"{getattr(self, name)!r}")
+        springs = ("blend_halflife", "sim_halflife", "sim_rot_halflife")       # > 0: springs'
+        require_numbers("ControllerSettings", springs, **{n: getattr(self, n) for n in springs + (
+            "sharp_change", "clamp_distance", "clamp_angle", "turn_halflife", "turn_ratio",
+            "sync_ratio")})
         r = self.turn_radius
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:
             raise SettingsError(f"ControllerSettings: turn_radius must be > 0 m (inf: no "
@@ -284,9 +280,7 @@ class Controller:
 def run_controller(controller: Controller, duration: float, progress=None
                    ) -> tuple[Motion, ControllerRecord]:
     """Play ``duration`` seconds; the output as a ``Motion`` (hips root, world, Z up)."""
-    if bad_number(duration, positive=True):
-        raise SettingsError(f"run_controller: duration must be a finite number of seconds > 0, "
-                            f"got {duration!r}")
+    require_numbers("run_controller", ("duration",), duration=duration)      # s
     n = max(1, int(round(duration / controller.dt)))
     sk = output_skeleton(controller.db)
     root = np.empty((n, 3))

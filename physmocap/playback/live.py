@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, bad_number
+from ..errors import SettingsError, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from .reference import FrameRetargeter, StanceFloor, SwingLift, sole_points, sole_sides
@@ -395,9 +395,7 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
              environment: Environment | None = None) -> LiveResult:
     """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured
     (``environment``: scene objects and hand holds, as ``LivePlayback``)."""
-    if bad_number(duration, positive=True):
-        raise SettingsError(f"run_live: duration must be a finite number of seconds > 0, got "
-                            f"{duration!r}")
+    require_numbers("run_live", ("duration",), duration=duration)            # s
     body = body or load_body()
     n = max(2, int(round(duration / controller.dt)))
     J = len(body)

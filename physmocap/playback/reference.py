@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import quat
 from .._arrays import step_speed
-from ..errors import SettingsError, ShapeError, require_numbers
+from ..errors import SettingsError, ShapeError, bad_count, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate
 from ..skeleton import Skeleton
@@ -331,7 +331,7 @@ def loop_motion(motion: Motion, loops: int) -> Motion:
     so it starts where the previous one ended. Meant for walk cycles; the seam is not blended
     (``close_cycle`` closes it first)."""
     from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
-    if isinstance(loops, bool) or not isinstance(loops, (int, np.integer)) or loops < 1:
+    if bad_count(loops):
         raise SettingsError(f"loop_motion: loops must be a whole number >= 1, got {loops!r}")
     root = [motion.root_pos]
     lrot = [motion.lrot]

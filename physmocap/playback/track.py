@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_number
+from ..errors import SettingsError, ShapeError, bad_count, bad_number
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -888,7 +888,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
     body = _on_template(motion, body)
     ref = motion
-    if isinstance(loops, bool) or not isinstance(loops, (int, np.integer)) or loops < 1:
+    if bad_count(loops):
         # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
         raise SettingsError(f"track: loops must be a whole number >= 1, got {loops!r}")
     if ref.n_frames < 2:

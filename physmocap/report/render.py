@@ -1,12 +1,11 @@
 """Offline rendering of a motion (and markers) to GIF or MP4 with matplotlib, for papers/slides."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import PhysmocapError
+from ..errors import PhysmocapError, bad_number
 from ..io.atomic import atomic_path
 from ..markers import MarkerTrajectories
 from ..motion import Motion
@@ -30,8 +29,7 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
         raise PhysmocapError("render writes .gif or .mp4", path)
     if motion.n_frames == 0:
         raise PhysmocapError("motion has no frames", motion.meta.get("path"))
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not (
-            math.isfinite(fps) and fps > 0):
+    if bad_number(fps, positive=True):
         raise PhysmocapError(f"render: fps must be a finite number > 0, got {fps!r}")
     plt = pyplot()
     from matplotlib import animation

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SettingsError, ShapeError, require_numbers
+from ..errors import SettingsError, ShapeError, bad_count, require_numbers
 
 __all__ = ["detect_plants", "FOOT_MARKERS"]
 
@@ -45,8 +45,7 @@ def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_o
     """
     require_numbers("detect_plants", ("fps",), fps=fps, height_on=height_on,
                     height_off=height_off, speed_on=speed_on, speed_off=speed_off)
-    if isinstance(min_frames, bool) or not isinstance(min_frames, (int, np.integer)) or \
-            min_frames < 1:
+    if bad_count(min_frames):
         raise SettingsError(f"detect_plants: min_frames must be a whole number >= 1, got "
                             f"{min_frames!r}")
     pos = np.asarray(pos, dtype=float)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_number
+from ..errors import SettingsError, ShapeError, bad_count, bad_number, require_numbers
 from ..markers import MarkerSet
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -75,20 +75,15 @@ class PhysicalSettings:
 
     def __post_init__(self):
         # one clear line for a bad value when the settings are made, not inside PyBullet later
-        for name in ("stiffness", "outlier_distance", "timestep", "mass_floor"):
-            if bad_number(getattr(self, name), positive=True):
-                raise SettingsError(f"PhysicalSettings: {name} must be a finite number > 0, "
-                                    f"got {getattr(self, name)!r}")
-        for name in ("tol", "plant_stiffness", "resist", "hinge_stiffness", "limit_stiffness"):
-            if bad_number(getattr(self, name)):
-                raise SettingsError(f"PhysicalSettings: {name} must be a finite number >= 0, "
-                                    f"got {getattr(self, name)!r}")
+        positive = ("stiffness", "outlier_distance", "timestep", "mass_floor")
+        require_numbers("PhysicalSettings", positive, **{n: getattr(self, n) for n in positive + (
+            "tol", "plant_stiffness", "resist", "hinge_stiffness", "limit_stiffness")})
         if bad_number(self.keep) or self.keep > 1:
             raise SettingsError(f"PhysicalSettings: keep must be a fraction 0..1, got "
                                 f"{self.keep!r}")
         for name in ("substeps", "min_substeps"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            if bad_count(v):
                 raise SettingsError(f"PhysicalSettings: {name} must be a whole number >= 1, "
                                     f"got {v!r}")
         if self.min_substeps > self.substeps:
