@@ -90,6 +90,11 @@ def test_metrics_definitions():
                        [2.0, 5.0])
     v = np.tile([1.0, 0.0, 0.0], (60, 1))
     assert np.allclose(metrics.intended_path([0, 0, 0], v, 1 / 60)[-1], [1.0, 0.0])
+    with pytest.raises(SettingsError, match="intended_path: dt must be a finite number > 0"):
+        metrics.intended_path([0, 0, 0], v, float("nan"))           # NaN paths before
+    q = np.tile([0.0, 0.0, 0.0, 1.0], (10, 1))
+    with pytest.raises(SettingsError, match="facing_error_deg: fps must be a finite number"):
+        metrics.facing_error_deg(q, q, float("nan"))                # a ValueError before
 
 
 def test_a_standing_clip_lets_the_character_stop(small_db, data_dir):

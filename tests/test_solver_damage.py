@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat
+from physmocap.errors import SettingsError
 from physmocap.solver.damage import (GHOST_S, STRIDE_HZ, bridge_blackouts, damage_report,
                                      frame_rate_check, intervals)
 
@@ -151,6 +152,9 @@ def test_frame_rate_check_without_strides_judges_speed_only():
     assert not fast["plausible"] and "too high" in fast["action"]
     assert frame_rate_check(hips[:2], still, 120.0)["plausible"]     # too short to judge
     assert STRIDE_HZ[0] < 0.5 and STRIDE_HZ[1] > 2.5
+    for fps in (0.0, float("nan")):           # 0 called any take plausible, NaN raised
+        with pytest.raises(SettingsError, match="frame_rate_check: fps must be a finite"):
+            frame_rate_check(hips, still, fps)
 
 
 def test_frame_rate_check_ignores_feet_that_do_not_alternate(rng):

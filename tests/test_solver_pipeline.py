@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from physmocap.errors import PhysmocapError
+from physmocap.errors import PhysmocapError, SettingsError
 from physmocap.solver import pipeline
 
 
@@ -49,6 +49,14 @@ def test_an_unknown_warm_start_is_refused_before_any_work(take):
     with pytest.raises(PhysmocapError, match="warm must be 'kinematic' or 'previous', got 'hot'"):
         pipeline.solve_capture(t, spec, body, warm="hot", progress=lambda *a: stages.append(a))
     assert stages == []          # not after the calibration (about a second of work) as before
+
+
+def test_calibration_frames_must_be_a_whole_number(take):
+    """0 read as "pos: no frames", NaN and 2.5 as a TypeError."""
+    t, spec, body = take
+    for bad in (0, float("nan"), 2.5):
+        with pytest.raises(SettingsError, match="calibration_frames must be a whole number"):
+            pipeline.solve_capture(t, spec, body, calibration_frames=bad)
 
 
 def test_an_unusable_checkpoint_folder(take, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import require_numbers
 from ..motion import Motion
 from .trajectory import yaw_of
 
@@ -49,6 +50,7 @@ def polyline_distance(points: np.ndarray, line: np.ndarray) -> np.ndarray:
 
 def intended_path(start: np.ndarray, desired_vel: np.ndarray, dt: float) -> np.ndarray:
     """The path a joystick asked for: desired velocities ``(F, 3)`` integrated from ``start``."""
+    require_numbers("intended_path", ("dt",), dt=dt)
     return np.asarray(start, float)[:2] + np.cumsum(np.asarray(desired_vel)[:, :2] * dt, axis=0)
 
 
@@ -60,6 +62,8 @@ def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
     ``turn_rate_deg``/s within the previous ``settle_s`` seconds. Returns (mean error outside,
     fraction of frames outside).
     """
+    require_numbers("facing_error_deg", ("fps",), fps=fps, turn_rate_deg=turn_rate_deg,
+                    settle_s=settle_s)
     ya, yd = yaw_of(root_rot), np.unwrap(yaw_of(desired_rot))
     err = np.degrees(np.abs(np.angle(np.exp(1j * (ya - yd)))))
     rate = np.degrees(np.abs(np.gradient(yd) * fps)) if len(yd) > 1 else np.zeros(len(yd))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
+from ..errors import require_numbers
 
 __all__ = ["intervals", "damage_report", "bridge_blackouts", "frame_rate_check", "GHOST_S",
            "MAX_LISTED", "STRIDE_HZ", "TOP_SPEED"]
@@ -61,6 +62,7 @@ def frame_rate_check(hips: np.ndarray, feet: dict, fps: float) -> dict:
         ``{declared_hz, hip_speed_p95_m_s, stride_hz (None without 2+ strides per foot),
         plausible, action}``; ``action`` names the likely error when implausible.
     """
+    require_numbers("frame_rate_check", ("fps",), fps=fps)      # 0 called any take plausible
     F = len(hips)
     out = {"declared_hz": float(fps), "hip_speed_p95_m_s": None, "stride_hz": None,
            "plausible": True, "action": "checked"}
@@ -173,6 +175,7 @@ def damage_report(labels, pos: np.ndarray, solved: np.ndarray, far: np.ndarray, 
         nonfinite: samples the reader found infinite and read as missing.
         frame_rate: ``frame_rate_check``'s verdict, kept as ``frame_rate``.
     """
+    require_numbers("damage_report", ("fps",), fps=fps, outlier_distance=outlier_distance)
     labels = list(labels)
     F, M = pos.shape[:2]
     missing = np.isnan(pos).any(axis=-1)
