@@ -249,7 +249,10 @@ def _patched(src: Path, dst: Path, patches: dict[int, bytes], size: int | None =
     ("param1.c3d", {0: b"\x01"}, None, "parameter-section pointer"),
     ("mips.c3d", {512 + 3: bytes([86])}, None, "MIPS"),
     ("proc.c3d", {512 + 3: bytes([99])}, None, "unknown processor"),
-    ("pointer.c3d", {512 + 4 + 2 + 5: struct.pack("<H", 1)}, None, "parameter section is corrupt"),
+    ("pointer.c3d", {512 + 4 + 2 + 5: struct.pack("<H", 1)}, None,
+     "record at byte 516 points backwards"),
+    ("far.c3d", {512 + 4 + 2 + 5: struct.pack("<H", 0xFFF0)}, None,
+     "record at byte 66043 runs into the data section or past the end"),
     ("range.c3d", {6: struct.pack("<HH", 500, 10)}, None, "frame range 500..10 is invalid"),
     ("datastart.c3d", {16: struct.pack("<H", 1)}, None, "data section at block 1"),
     # no points or analogs (no data to check), cut inside the first record (POINT, at byte 516)
