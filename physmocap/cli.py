@@ -666,6 +666,13 @@ def cmd_avatar(args) -> int:
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
     db = load_database(args.inputs[0])
+    if truth is not None:
+        # a truth sharing no joint with the avatar fails now, not after the run
+        from .matching.controller import output_skeleton
+        try:
+            av.truth_joints(output_skeleton(db), truth.skeleton)
+        except PhysmocapError as exc:
+            raise PhysmocapError(exc.reason, args.truth) from None
     feats = av.avatar_features(db, args.head_weight)
     avatar = av.Avatar(db, feats, track)
     motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))

@@ -502,6 +502,19 @@ def test_cli_end_to_end(tmp_path, data_dir, small_db, capsys):
     assert rep["hand_error_reachable_max_m"] < 0.01
     motion = read_bvh(tmp_path / "a.bvh")
     assert motion.n_frames == rep["frames"] == int(np.floor(track.duration * 60 + 1e-6)) + 1
+    # a truth on a skeleton sharing no joint name: one line naming the truth file
+    from physmocap.io.bvh import write_bvh
+    from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
+    odd = read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt"))
+    odd = Motion(Skeleton([f"J{j}" for j in range(len(odd.skeleton))], odd.skeleton.parents,
+                          odd.skeleton.offsets), odd.fps, odd.root_pos, odd.lrot)
+    write_bvh(odd, tmp_path / "odd.bvh")
+    capsys.readouterr()
+    assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
+                 "-o", str(tmp_path / "b.bvh"), "--truth", str(tmp_path / "odd.bvh")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "odd.bvh: avatar_report: no joint of the output matches" in err[0]
+    assert not (tmp_path / "b.bvh").exists()              # refused before the run, no output
 
 
 def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir, small_db,

@@ -68,7 +68,7 @@ from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
            "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar",
            "lower_body_joints", "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec",
-           "avatar_features"]
+           "avatar_features", "truth_joints"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
 HEAD_NAMES = ("Head", "torso_head", "head_joint", "HeadTop")
@@ -845,6 +845,17 @@ def _match_joints(out: Skeleton, truth: Skeleton) -> tuple[list[int], list[int]]
     return a, b
 
 
+def truth_joints(out: Skeleton, truth: Skeleton) -> tuple[list[int], list[int]]:
+    """The avatar's joints ``out`` and ``truth``'s that match by name (or ``HUMANOID_NAME_MAP``
+    name), as two index lists; ``UnknownNameError`` naming the truth's joints when none does.
+    ``avatar`` checks it before the run (``output_skeleton(db)``), not after it."""
+    a, b = _match_joints(out, truth)
+    if not a:
+        raise UnknownNameError("avatar_report: no joint of the output matches a truth joint; "
+                               f"truth joints: {known_list(truth.names)}")
+    return a, b
+
+
 def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
                   truth: Motion | None = None) -> dict:
     """JSON figures of an avatar run (``record`` holds one entry per frame of ``motion``).
@@ -887,10 +898,7 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
     if truth is not None:
         tr = resample(truth, motion.fps)
         n = min(tr.n_frames, motion.n_frames)
-        a, b = _match_joints(motion.skeleton, tr.skeleton)
-        if not a:
-            raise UnknownNameError("avatar_report: no joint of the output matches a truth joint; "
-                                   f"truth joints: {known_list(tr.skeleton.names)}")
+        a, b = truth_joints(motion.skeleton, tr.skeleton)
         err = np.linalg.norm(motion.gpos[:n, a] - tr.gpos[:n, b], axis=-1)       # (n, K)
         low = set(lower_body_joints(motion.skeleton, feet))
         is_low = np.array([i in low for i in a])
