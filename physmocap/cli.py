@@ -538,7 +538,7 @@ def cmd_play(args) -> int:
         if loop is not None:
             print(f"  looped: frames {loop['start']}-{loop['stop']} ({loop['cycle_s']:.2f} s, "
                   f"seam {100 * loop['seam_m']:.1f} cm) repeated to {loop['seconds']:.1f} s")
-        print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
+        print(f"  {_tracking_text(rep)}; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
@@ -562,6 +562,14 @@ def _looped(motion, seconds: float, path) -> tuple:
     looped = loop_motion(close_cycle(motion[i:j + 1]), loops)
     return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
                     "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
+
+
+def _tracking_text(rep: dict) -> str:
+    """The mean tracking error, and, after a fall, the mean until it began."""
+    text = f"tracking error {rep['tracking_error_m']:.3f} m"
+    if rep["falls"] and rep.get("tracking_error_upright_m") is not None:
+        text += f" ({rep['tracking_error_upright_m']:.3f} m until the first fall)"
+    return text
 
 
 def _falls_text(falls: list) -> str:
@@ -618,7 +626,7 @@ def _play_live(args) -> int:
     if not args.quiet:
         print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
               f"simulated, mode {args.mode}")
-        print(f"  tracking error {rep['tracking_error_m']:.3f} m; root assist "
+        print(f"  {_tracking_text(rep)}; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}")
@@ -714,7 +722,7 @@ def cmd_avatar(args) -> int:
               f"m/s^3")
         if physics is not None:
             ph = rep["physics"]
-            print(f"  simulated ({args.mode}): tracking error {ph['tracking_error_m']:.3f} m, root "
+            print(f"  simulated ({args.mode}): {_tracking_text(ph)}, root "
                   f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
                   f"{ph['penetration_max_mm']:.1f} mm max, falls: {_falls_text(ph['falls'])}")
             h = ph["hands"]

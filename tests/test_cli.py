@@ -334,9 +334,15 @@ def test_play_says_when_the_body_fell(tmp_path, capsys):
     code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
                           str(tmp_path / "p.json"), "--mode", "physical", "--loop", "4"], capsys)
     assert code == 0
-    falls = json.loads((tmp_path / "p.json").read_text())["falls"]
+    rep = json.loads((tmp_path / "p.json").read_text())
+    falls = rep["falls"]
     assert falls and falls[0]["since_s"] < 2.5
     assert f"falls: {_falls_text(falls)};" in out
+    # the error while upright, beside the mean over the whole take (dominated by the body
+    # lying while its reference walks on)
+    up = rep["tracking_error_upright_m"]
+    assert up < 0.2 < rep["tracking_error_m"]
+    assert f"({up:.3f} m until the first fall)" in out
     assert f"the first from {falls[0]['since_s']:.2f} s, {falls[0]['reason']}" in out
     assert _falls_text([]) == "none"
     two = [{"since_s": 1.5, "reason": "head low"}, {"since_s": 9.0, "reason": "unstable"}]

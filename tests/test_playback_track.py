@@ -176,6 +176,13 @@ def test_track_result_shapes_and_report(body):
     for k in ("tracking_error_m", "root_assist_force_mean_n", "root_assist_force_max_n",
               "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second"):
         assert k in rep
+    assert rep["falls"] == [] and rep["tracking_error_upright_m"] == rep["tracking_error_m"]
+    # after a fall, the mean over the frames before it began (none: None)
+    r.falls.append({"frame": 20, "time_s": 0.35, "since_s": 0.25, "reason": "head low"})
+    k = int(round(0.25 * ref.fps))
+    assert r.report()["tracking_error_upright_m"] == pytest.approx(r.tracking_error_m[:k].mean())
+    r.falls[0]["since_s"] = 0.0
+    assert r.report()["tracking_error_upright_m"] is None
 
 
 def test_joint_lead_per_mode(body):

@@ -816,6 +816,7 @@ class TrackResult:
             "duration_s": round(self.motion.duration, 3),
             "tracking_error_m": float(np.mean(self.tracking_error_m)),
             "tracking_error_max_m": float(np.max(self.tracking_error_m)),
+            "tracking_error_upright_m": self._upright_error(),
             "root_assist_force_mean_n": float(np.mean(self.assist_force_n)),
             "root_assist_force_max_n": float(np.max(self.assist_force_n)),
             "root_assist_torque_mean_nm": float(np.mean(self.assist_torque_nm)),
@@ -830,6 +831,15 @@ class TrackResult:
                                       self.motion.lrot, self.hand_targets)}
                if self.hand_targets is not None else {}),
         }
+
+    def _upright_error(self) -> float | None:
+        """Mean tracking error (m) over the frames before the first fall began (all frames
+        without a fall; ``None`` if it began at once): a fallen body's distance from the
+        reference walking on is no tracking figure, yet it dominates the mean."""
+        if not self.falls:
+            return float(np.mean(self.tracking_error_m))
+        k = int(round(self.falls[0]["since_s"] * self.motion.fps))
+        return float(np.mean(self.tracking_error_m[:k])) if k > 0 else None
 
     def _hold_report(self) -> list[dict]:
         out = []
