@@ -1,8 +1,10 @@
 """Calibration recovers a subject's limb lengths and marker offsets from motion alone."""
 import numpy as np
+import pytest
 
 from physmocap import MarkerSet, Skeleton, quat
 from physmocap.calibrate import calibrate, choose_frames, estimate_scale
+from physmocap.errors import SettingsError
 from physmocap.scene import load_body, load_markerset
 from physmocap.solver.physical import landmarks
 
@@ -271,3 +273,21 @@ def test_bind_centres_takes_the_subjects_widths():
     assert right.width is None and np.isclose(right.distance(0.9), 0.104 * 0.9 / 2 + 0.008)
     assert bind_centres(spec, tuple(l for l in labels if l != "RTHI"), body.skeleton, {}) == (
         bind_centres(spec, labels, body.skeleton, {})[:1])
+
+
+def test_bad_calibration_settings_are_one_settings_error():
+    """A NaN rate raised numpy's ValueError; counts of 0, -1 or 2.5 a misleading "no frames",
+    a ValueError or a TypeError."""
+    tpl = load_body().skeleton
+    ms = MarkerSet(("a", "b", "c"), np.array([1, 2, 3]), np.zeros((3, 3)))
+    pos = np.zeros((10, 3, 3))
+    for kw, match in ((dict(fps=float("nan")), "fps must be a finite number > 0"),
+                      (dict(n_frames=0), "n_frames must be a whole number >= 1"),
+                      (dict(iterations=2.5), "iterations must be a whole number >= 1"),
+                      (dict(pull=-1.0), "pull must be a finite number >= 0")):
+        kw = {"fps": 120.0, **kw}
+        with pytest.raises(SettingsError, match="calibrate: " + match):
+            calibrate(pos, template=tpl, markerset=ms, **kw)
+    for n in (0, -1, float("nan")):
+        with pytest.raises(SettingsError, match="choose_frames: n must be a whole number"):
+            choose_frames(pos, n)

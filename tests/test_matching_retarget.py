@@ -146,3 +146,11 @@ def test_planted_feet_needs_both_hips_and_a_planted_frame():
     root = np.zeros((10, 3))
     out = planted_feet(sk, pose, lrot, root, 60.0, {"Hips": 0, "LeftFoot": 1})
     assert np.array_equal(out, pose)
+
+
+def test_scale_points_needs_a_ratio_and_a_floor():
+    from physmocap.matching.retarget import scale_points
+    assert np.allclose(scale_points([[1.0, 2.0, 1.1]], 2.0, 0.1), [[2.0, 4.0, 2.0]])
+    for ratio, floor in ((float("nan"), 0.0), (0.0, 0.0), (1.0, float("inf"))):
+        with pytest.raises(SettingsError, match="scale_points: (ratio|floor) must be"):
+            scale_points([[1.0, 2.0, 1.1]], ratio, floor)

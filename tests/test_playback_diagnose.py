@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat
-from physmocap.errors import ShapeError
+from physmocap.errors import SettingsError, ShapeError
 from physmocap.motion import Motion
 from physmocap.playback.diagnose import support, support_summary
 from physmocap.playback.reference import ground_motion, level_feet
@@ -33,6 +33,9 @@ def test_standing_is_double_support(body):
     assert s.half_width == pytest.approx(0.045)
     rep = support_summary(s)
     assert rep["single_stance_frames"] == 0 and rep["slide_max_m_s"] == 0.0
+    for kw in (dict(contact_height=float("nan")), dict(ankle_height=-0.01)):
+        with pytest.raises(SettingsError, match="support: .* must be a finite number >= 0"):
+            support(still(body, quat.identity((len(body),))), body, **kw)
 
 
 def test_one_foot_up_puts_the_centre_of_mass_off_the_sole(body):

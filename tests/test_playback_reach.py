@@ -395,6 +395,9 @@ def test_reach_report(body):
     assert rep["hand_error_m"] == pytest.approx((5 * 3.0 + 5 * 0.02) / 10)
     with pytest.raises(ShapeError, match="reach_report"):
         reach_report(body.skeleton, root, lrot, t[:, :1])
+    for tol in (0.0, float("nan")):            # NaN counted every hand as a miss before
+        with pytest.raises(SettingsError, match="reach_report: tolerance must be a finite"):
+            reach_report(body.skeleton, root, lrot, t, tolerance=tol)
 
 
 def test_track_with_hand_targets_reaches_them(body):

@@ -14,7 +14,7 @@ import numpy as np
 from .. import quat
 from .._arrays import step_speed
 from ..conventions import up_to_zup_matrix
-from ..errors import UnknownNameError, known_list, require_numbers
+from ..errors import SettingsError, UnknownNameError, known_list, require_numbers
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
@@ -272,6 +272,9 @@ def root_scale(source: Motion, target: Skeleton) -> tuple[float, float]:
 def scale_points(p: np.ndarray, ratio: float, floor: float) -> np.ndarray:
     """``(..., 3)`` m source-world points in the retargeted world: scaled by ``ratio`` about
     the floor below the origin (``root_scale``)."""
+    require_numbers("scale_points", ("ratio",), ratio=ratio)
+    if not np.isfinite(floor):
+        raise SettingsError(f"scale_points: floor must be a finite height in m, got {floor!r}")
     p = np.asarray(p, float)
     return np.concatenate([p[..., :2] * ratio, (p[..., 2:] - floor) * ratio], axis=-1)
 

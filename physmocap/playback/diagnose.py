@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import ShapeError, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate
 from .character import foot_box, foot_joints, segment_centres
@@ -70,6 +70,7 @@ def support(motion: Motion, body: BodyTemplate, contact_height: float = 0.02,
         body: the simulated body template (its masses place the centre of mass).
         contact_height, ankle_height: m, the planted rule (``Support.planted``).
     """
+    require_numbers("support", contact_height=contact_height, ankle_height=ankle_height)
     if not motion.skeleton.same_structure(body.skeleton):
         raise ShapeError(f"support: the motion's skeleton ({len(motion.skeleton)} joints) is not "
                          f"the body template {body.name!r}; retarget it first")

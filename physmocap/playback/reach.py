@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, UnknownNameError
+from ..errors import SettingsError, ShapeError, UnknownNameError, require_numbers
 from ..ik import two_bone_ik_t
 from ..skeleton import (Skeleton, forward_kinematics, forward_kinematics_chain,
                         forward_kinematics_frame)
@@ -208,6 +208,7 @@ def reach_report(skeleton: Skeleton, root_pos: np.ndarray, lrot: np.ndarray,
     """How close the hands of a motion came to ``targets`` (``hand_distances``'s arguments):
     mean distances (all target frames, reachable ones), the reachable share, and
     ``within_tolerance_fraction``: the reachable hand-frames within ``tolerance`` m."""
+    require_numbers("reach_report", ("tolerance",), tolerance=tolerance)
     d, on, ok = hand_distances(skeleton, root_pos, lrot, targets, hands)
     mean = lambda x: float(np.mean(x)) if x.size else None                    # noqa: E731
     return {"hand_error_m": mean(d[on]),
