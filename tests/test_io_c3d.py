@@ -259,8 +259,9 @@ def _patched(src: Path, dst: Path, patches: dict[int, bytes], size: int | None =
     ("cut.c3d", {2: struct.pack("<HH", 0, 0)}, 525, "record at byte 516 runs into the data"),
     # ANALOG's group id (byte 547) made POINT's: ezc3d segfaults on a group defined twice
     ("twice.c3d", {547: struct.pack("b", -1)}, None, "group id 1 is defined twice"),
-    # the first parameter's (POINT:DESCRIPTIONS, byte 623) data type
+    # the first parameter's (POINT:DESCRIPTIONS, byte 623) data type, and its group id
     ("type.c3d", {639: struct.pack("b", 3)}, None, "byte 623 has unknown data type 3"),
+    ("orphan.c3d", {624: struct.pack("b", 9)}, None, "parameter at byte 623 belongs to no group"),
 ])
 def test_crafted_headers_fail_fast(data_dir, tmp_path, name, patches, size, match):
     src = data_dir / "c3d-odd/Eb015pi.c3d"
