@@ -538,12 +538,14 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
           + "   (max of assist and penetration, median fr/s)")
     bins = misses_by_speed(*(np.concatenate([r[k][:len(r["hand_speed"])] for r in rows])
                              for k in ("hand_dist", "hand_ok", "hand_speed")))
-    missed = sum(round(share * n) for _, _, n, share in bins if n)
-    print(f"reachable wrist-frames farther than 1 cm from the controller: {missed} of "
-          f"{sum(n for _, _, n, _ in bins)}; by its speed relative to the simulated shoulder: "
+    # each speed bin's misses counted once (``misses_by_speed`` gives shares)
+    bins = [(lo, hi, n, share, round(share * n)) for lo, hi, n, share in bins]
+    print(f"reachable wrist-frames farther than 1 cm from the controller: "
+          f"{sum(b[4] for b in bins)} of {sum(b[2] for b in bins)}; by its speed relative to "
+          f"the simulated shoulder: "
           + ", ".join(f"{lo:.0f}{'+' if hi == np.inf else f'-{hi:.0f}'} m/s "
-                      + (f"{round(share * n)} of {n} ({100 * share:.1f} %)" if n else "none")
-                      for lo, hi, n, share in bins))
+                      + (f"{k} of {n} ({100 * share:.1f} %)" if n else "none")
+                      for lo, hi, n, share, k in bins))
     tw = {k: float(np.average([r["truth_" + k] for r in rows], weights=w))
           for k in ("tracking_error_m", "assist_mean_n", "skate_mm")}
     print(f"the truth clips tracked the same way: track {100 * tw['tracking_error_m']:.2f} cm, "

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
-from .errors import PhysmocapError, SettingsError, bad_count, require_numbers
+from .errors import PhysmocapError, require_counts, require_numbers
 from .markers import MarkerSet
 from .motion import Motion
 from .skeleton import Skeleton
@@ -85,8 +85,7 @@ def estimate_scale(pos: np.ndarray, template: Skeleton, markerset: MarkerSet) ->
 
 def choose_frames(pos: np.ndarray, n: int) -> np.ndarray:
     """Up to ``n`` frame indices spread over the take, preferring frames with every marker."""
-    if bad_count(n):
-        raise SettingsError(f"choose_frames: n must be a whole number >= 1, got {n!r}")
+    require_counts("choose_frames", n=n)
     seen = (~np.isnan(pos).any(axis=-1)).sum(axis=1)
     good = np.flatnonzero(seen >= seen.max() - max(1, pos.shape[1] // 20))
     if len(good) <= n:
@@ -378,10 +377,9 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         centres: ``Centre`` rules placing joint centres from the markers (static trials).
     """
     require_numbers("calibrate", ("fps",), fps=fps, pull=pull, outlier_floor=outlier_floor)
-    for name, v in (("n_frames", n_frames), ("iterations", iterations),
-                    ("max_pose_frames", max_pose_frames)):
-        if bad_count(v):                 # NaN fps and a float count: a ValueError / TypeError
-            raise SettingsError(f"calibrate: {name} must be a whole number >= 1, got {v!r}")
+    # NaN fps and a float count: a ValueError / TypeError deep in the fit before
+    require_counts("calibrate", n_frames=n_frames, iterations=iterations,
+                   max_pose_frames=max_pose_frames)
     from .solver.kinematic import solve_kinematic
 
     kinematic_options = kinematic_options or {}

@@ -754,20 +754,19 @@ def cmd_batch(args) -> int:
     return 0
 
 
-def _positive_float(text: str) -> float:
-    """A finite number > 0 (seconds, frames per second): NaN, inf and 0 are usage errors, not
-    a traceback from the loop they would size."""
-    v = float(text)
-    if bad_number(v, positive=True):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return v
+def _finite(positive: bool):
+    """An argparse type: a finite number > 0 (``positive``: seconds, frames per second) or
+    >= 0. NaN, inf and 0 are usage errors, not a traceback from the loop they would size."""
+    def parse(text: str) -> float:
+        v = float(text)
+        if bad_number(v, positive):
+            raise argparse.ArgumentTypeError(f"must be a finite number "
+                                             f"{'> 0' if positive else '>= 0'}, got {text}")
+        return v
+    return parse
 
 
-def _non_negative_float(text: str) -> float:
-    v = float(text)
-    if bad_number(v):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return v
+_positive_float, _non_negative_float = _finite(True), _finite(False)
 
 
 def _positive_int(text: str) -> int:

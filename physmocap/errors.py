@@ -65,6 +65,15 @@ def require_numbers(where: str, positive: tuple = (), **values) -> None:
                                 f"{'> 0' if name in positive else '>= 0'}, got {v!r}")
 
 
+def require_counts(where: str, zero_ok: tuple = (), **values) -> None:
+    """``require_numbers``' twin for whole numbers: one ``SettingsError`` line for the first of
+    ``values`` that is not a whole number ``>= 1`` (``>= 0`` for the names in ``zero_ok``)."""
+    for name, v in values.items():
+        least = 0 if name in zero_ok else 1
+        if bad_count(v, least):
+            raise SettingsError(f"{where}: {name} must be a whole number >= {least}, got {v!r}")
+
+
 def bad_count(v, least: int = 1) -> bool:
     """``v`` is not a whole number ``>= least`` (numpy's integers count; a bool and a float
     do not): frames, loops, sub-steps."""

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from physmocap.errors import (PhysmocapError, SettingsError, bad_count, bad_number,
-                              require_numbers)
+                              require_counts, require_numbers)
 
 
 def test_bad_number_takes_numpy_scalars_and_refuses_bools_text_nan_and_inf():
@@ -30,3 +30,11 @@ def test_bad_count_takes_whole_numbers_only():
         assert not bad_count(good, least)
     for bad, least in ((0, 1), (-1, 0), (True, 0), (2.0, 1), (float("nan"), 0), ("3", 1)):
         assert bad_count(bad, least)
+
+
+def test_require_counts_names_the_first_bad_one():
+    require_counts("f", ("b",), a=1, b=0)
+    with pytest.raises(SettingsError, match=r"^f: a must be a whole number >= 1, got 0$"):
+        require_counts("f", ("b",), a=0, b=0)
+    with pytest.raises(SettingsError, match=r"^f: b must be a whole number >= 0, got 1.5$"):
+        require_counts("f", ("b",), a=2, b=1.5)

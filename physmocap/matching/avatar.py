@@ -50,8 +50,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import quat
-from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_count, bad_number,
-                      known_list, require_numbers)
+from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number, known_list,
+                      require_counts, require_numbers)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -202,11 +202,8 @@ class AvatarSettings:
         if bad_number(self.sim_pull) or self.sim_pull > 1:
             raise SettingsError(f"AvatarSettings: sim_pull must be a fraction 0..1, got "
                                 f"{self.sim_pull!r}")
-        for name, least in (("lock_blend", 0), ("head_span", 1)):
-            v = getattr(self, name)
-            if bad_count(v, least):
-                raise SettingsError(f"AvatarSettings: {name} must be a whole number of frames "
-                                    f">= {least}, got {v!r}")
+        require_counts("AvatarSettings", ("lock_blend",), lock_blend=self.lock_blend,
+                       head_span=self.head_span)                            # frames
         if not isinstance(self.foot_lock, bool):
             raise SettingsError(f"AvatarSettings: foot_lock must be True or False, got "
                                 f"{self.foot_lock!r}")

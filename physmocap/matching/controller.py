@@ -20,13 +20,14 @@ Per frame (after Holden's reference controller and the thesis, Sec. 3.3):
 """
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_count, require_numbers
+from ..errors import SettingsError, ShapeError, require_counts, require_numbers
 from ..motion import Motion
 from ..skeleton import Skeleton
 from ..spring import character_update, simple_spring_rotation
@@ -87,17 +88,14 @@ class ControllerSettings:
     def __post_init__(self):
         # one clear line for a bad value here, not a spring's error or NaN poses frames later
         # (a NaN clamp was no clamp at all; ``search_every`` 0 never searched)
-        for name, least in (("search_every", 1), ("exclude_radius", 0)):
-            v = getattr(self, name)
-            if bad_count(v, least):
-                raise SettingsError(f"ControllerSettings: {name} must be a whole number of "
-                                    f"frames >= {least}, got {v!r}")
+        require_counts("ControllerSettings", ("exclude_radius",), search_every=self.search_every,
+                       exclude_radius=self.exclude_radius)                  # frames
         springs = ("blend_halflife", "sim_halflife", "sim_rot_halflife")       # > 0: springs'
         require_numbers("ControllerSettings", springs, **{n: getattr(self, n) for n in springs + (
             "sharp_change", "clamp_distance", "clamp_angle", "turn_halflife", "turn_ratio",
             "sync_ratio")})
         r = self.turn_radius
-        if isinstance(r, bool) or not isinstance(r, (int, float)) or not r > 0:
+        if isinstance(r, bool) or not isinstance(r, numbers.Real) or not r > 0:   # inf: fine
             raise SettingsError(f"ControllerSettings: turn_radius must be > 0 m (inf: no "
                                 f"allowance), got {r!r}")
         if self.tag is not None and not isinstance(self.tag, str):

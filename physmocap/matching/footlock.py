@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, bad_count, require_numbers
+from ..errors import require_counts, require_numbers
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 
@@ -46,9 +46,7 @@ def lock_feet(motion: Motion, feet: tuple[str, str], contacts: np.ndarray, blend
         max_slide: m; a lock further than this from the animated foot is let go (the animation
             has moved on, e.g. a new clip after a transition).
     """
-    if bad_count(blend, 0):
-        raise SettingsError(f"lock_feet: blend must be a whole number of frames >= 0, got "
-                            f"{blend!r}")
+    require_counts("lock_feet", ("blend",), blend=blend)                     # frames
     require_numbers("lock_feet", max_slide=max_slide)
     sk = motion.skeleton
     gpos, grot = (np.array(x) for x in (motion.gpos, motion.grot))

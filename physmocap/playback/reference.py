@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import quat
 from .._arrays import step_speed
-from ..errors import SettingsError, ShapeError, bad_count, require_numbers
+from ..errors import ShapeError, require_counts, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate
 from ..skeleton import Skeleton
@@ -331,8 +331,7 @@ def loop_motion(motion: Motion, loops: int) -> Motion:
     so it starts where the previous one ended. Meant for walk cycles; the seam is not blended
     (``close_cycle`` closes it first)."""
     from ..matching.trajectory import yaw_of  # pure numpy; no import cycle
-    if bad_count(loops):
-        raise SettingsError(f"loop_motion: loops must be a whole number >= 1, got {loops!r}")
+    require_counts("loop_motion", loops=loops)
     root = [motion.root_pos]
     lrot = [motion.lrot]
     end_pos, end_rot = motion.root_pos[-1].copy(), motion.lrot[-1, 0]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_count, bad_number
+from ..errors import SettingsError, ShapeError, bad_number, require_counts
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -517,7 +517,7 @@ class Tracker:
         root_pos, root_rot, lrot = self._check(root_pos, root_rot, lrot)
         v = w = ja = None
         if next_pose is not None:
-            if dt is None or not 0 < dt < float("inf"):           # NaN: NaN velocities
+            if bad_number(dt, positive=True):                      # NaN: NaN velocities
                 raise SettingsError(f"reset: next_pose needs dt > 0 s, got {dt!r}")
             p1, r1, l1 = self._check(*next_pose)
             v = (p1 - root_pos) / dt
@@ -588,7 +588,7 @@ class Tracker:
         """
         if self._ref is None:
             raise RuntimeError("Tracker.step before reset")
-        if not 0 < dt < float("inf"):                  # NaN, inf: int() of them failed below
+        if bad_number(dt, positive=True):              # NaN, inf: int() of them failed below
             raise SettingsError(f"Tracker.step: dt must be > 0 s, got {dt}")
         p, c, b, s = self.p, self.char.client, self.char.body, self.s
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
@@ -898,9 +898,8 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
     body = _on_template(motion, body)
     ref = motion
-    if bad_count(loops):
-        # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
-        raise SettingsError(f"track: loops must be a whole number >= 1, got {loops!r}")
+    # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
+    require_counts("track", loops=loops)
     if ref.n_frames < 2:
         raise ShapeError("track: the reference needs at least 2 frames")
     if hand_targets is not None:

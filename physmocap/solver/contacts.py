@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SettingsError, ShapeError, bad_count, require_numbers
+from ..errors import ShapeError, require_counts, require_numbers
 
 __all__ = ["detect_plants", "FOOT_MARKERS"]
 
@@ -45,9 +45,7 @@ def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_o
     """
     require_numbers("detect_plants", ("fps",), fps=fps, height_on=height_on,
                     height_off=height_off, speed_on=speed_on, speed_off=speed_off)
-    if bad_count(min_frames):
-        raise SettingsError(f"detect_plants: min_frames must be a whole number >= 1, got "
-                            f"{min_frames!r}")
+    require_counts("detect_plants", min_frames=min_frames)
     pos = np.asarray(pos, dtype=float)
     if pos.ndim != 3 or pos.shape[-1] != 3:
         raise ShapeError(f"foot-marker positions must be (F, K, 3), got {pos.shape}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_count, bad_number, require_numbers
+from ..errors import SettingsError, ShapeError, bad_number, require_counts, require_numbers
 from ..markers import MarkerSet
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -81,11 +81,7 @@ class PhysicalSettings:
         if bad_number(self.keep) or self.keep > 1:
             raise SettingsError(f"PhysicalSettings: keep must be a fraction 0..1, got "
                                 f"{self.keep!r}")
-        for name in ("substeps", "min_substeps"):
-            v = getattr(self, name)
-            if bad_count(v):
-                raise SettingsError(f"PhysicalSettings: {name} must be a whole number >= 1, "
-                                    f"got {v!r}")
+        require_counts("PhysicalSettings", substeps=self.substeps, min_substeps=self.min_substeps)
         if self.min_substeps > self.substeps:
             raise SettingsError(f"PhysicalSettings: min_substeps ({self.min_substeps}) exceeds "
                                 f"substeps ({self.substeps})")

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import __version__
 from ..calibrate import Centre, Subject, calibrate, estimate_scale
-from ..errors import PhysmocapError, SettingsError, UnitError, bad_count
+from ..errors import PhysmocapError, UnitError, require_counts
 from ..markers import MarkerTrajectories
 from ..motion import Motion
 from ..markers import MarkerSet
@@ -182,9 +182,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     say = progress or (lambda *a: None)
     if warm not in ("kinematic", "previous"):            # before the calibration, not after it
         raise PhysmocapError(f"warm must be 'kinematic' or 'previous', got {warm!r}")
-    if bad_count(calibration_frames):     # 0 read as "pos: no frames", 2.5 as a TypeError
-        raise SettingsError(f"calibration_frames must be a whole number >= 1, got "
-                            f"{calibration_frames!r}")
+    # 0 read as "pos: no frames", 2.5 as a TypeError
+    require_counts("solve_capture", calibration_frames=calibration_frames)
     missing = spec.missing(markers.labels)
     if missing:
         raise PhysmocapError(f"capture lacks markers the set '{spec.name}' requires: "
