@@ -6,7 +6,8 @@
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
-                                            [turn_radius]  (the last seven not by default)
+                                            [turn_radius] [envelope]
+                                                         (the last eight not by default)
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -59,6 +60,10 @@
   sharp turns' task with its two 180° reversals rounded into half circles of 0.5, 0.75 and
   1 m radius (``stadium_path``: two 5 m straights 2r apart, 1.1 m/s, the shipped
   ``PathFollower``), beside the sharp turns themselves (r = 0; about 6 minutes);
+* ``envelope``: where the fully physical live body stays up: the six headings, 20 s, for each
+  desired speed 0.5-1.5 m/s of a straight joystick walk and of ``stadium_path`` with half
+  circles of 1, 0.75, 0.5 and 0 m radius: up of 6, median time down, the body's path against
+  its reference's; a picture, ``out/envelope.png`` (matplotlib; about 5 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -413,6 +418,37 @@ def _mirrored_input(src):
     raise TypeError(f"_mirrored_input: not an input source: {type(src).__name__}")
 
 
+def _heading_run(db, feats, body, settings, src, yaw: float, seconds: float = 20.0):
+    """One ``live_headings`` run: the input ``src`` turned by ``yaw`` rad, fully physical
+    with ``settings``, until ``seconds`` s or the head first drops below 1 m. Returns ``(down
+    s or None, first (reference root, body root), last (the same), the body's root speeds
+    (m/s) over 5-6 s and 11-12 s, path lengths (body, reference) m)``."""
+    from physmocap.matching.controller import Controller
+    from physmocap.playback.live import LivePlayback
+
+    head = body.index("Head")
+    ctrl = Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw)
+    down, first, late = None, None, ([], [])
+    prev, paths = None, np.zeros(2)
+    with LivePlayback(ctrl, body, "physical", settings) as lp:
+        ch = lp.tracker.char
+        for i in range(int(seconds / ctrl.dt)):
+            (rr, _), (sr, _), _ = lp.step()
+            first = (rr.copy(), sr.copy()) if first is None else first
+            if prev is not None:
+                paths += [np.hypot(*(sr[:2] - prev[1][:2])), np.hypot(*(rr[:2] - prev[0][:2]))]
+            prev = (rr.copy(), sr.copy())
+            t = (i + 1) * ctrl.dt
+            if 5.0 < t < 6.0 or 11.0 < t < 12.0:
+                v = ch.base_state()[2]
+                late[int(t > 8.0)].append(float(np.hypot(v[0], v[1])))
+            z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+            if z < 1.0:
+                down = (i + 1) * ctrl.dt
+                break
+    return down, first, (rr, sr), late, paths
+
+
 def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
                   names=("straight_walk", "stop_and_go"), database=None,
                   mirror: bool = False) -> None:
@@ -424,14 +460,11 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     past the recording's end its reference stops. ``database``: ``(db, features)`` instead.
     ``mirror``: each input mirrored (``_mirrored_input``: y -> -y, the same task turning the
     other way) and turned to the mirrored headings (``-yaws``)."""
-    from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import HeadTrajectory, load_input
     from physmocap.playback.balance import STEPPING
-    from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
 
     body = load_body()
-    head = body.index("Head")
     # by default with the standing clip: the 20 clips never stand
     db, feats = live_database(stand=True) if database is None else database
     s = TrackingSettings(balance=True, balance_gains=STEPPING)
@@ -450,21 +483,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
         src = _mirrored_input(src) if mirror else src
         head_input = isinstance(src, HeadTrajectory)
         for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
-            ctrl = Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw)
-            down, first, late = None, None, ([], [])
-            with LivePlayback(ctrl, body, "physical", s) as lp:
-                ch = lp.tracker.char
-                for i in range(int(20.0 / ctrl.dt)):
-                    (rr, _), (sr, _), _ = lp.step()
-                    first = (rr.copy(), sr.copy()) if first is None else first
-                    t = (i + 1) * ctrl.dt
-                    if 5.0 < t < 6.0 or 11.0 < t < 12.0:
-                        v = ch.base_state()[2]
-                        late[int(t > 8.0)].append(float(np.hypot(v[0], v[1])))
-                    z = ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
-                    if z < 1.0:
-                        down = (i + 1) * ctrl.dt
-                        break
+            down, first, (rr, sr), late, _ = _heading_run(db, feats, body, s, src, yaw)
             downs.append("never" if down is None else f"{down:.2f}")
             walks.append(f"{np.hypot(*(sr[:2] - first[1][:2])):.1f}/"
                          f"{np.hypot(*(rr[:2] - first[0][:2])):.1f}")
@@ -494,6 +513,140 @@ def stadium_path(radius: float, length: float = 5.0, speed: float = 1.1, arc: in
     pts = np.concatenate([[[0.0, 0.0], [length, 0.0]], far,
                           [[length, 2 * radius], [0.0, 2 * radius]], near])
     return PathFollower(pts, speed, closed=True)
+
+
+ENVELOPE_SPEEDS = (0.5, 0.7, 0.9, 1.1, 1.3, 1.5)          # m/s, the input's desired speed
+ENVELOPE_RADII = (np.inf, 1.0, 0.75, 0.5, 0.0)             # m; inf: a straight walk
+
+
+def _envelope_input(speed: float, radius: float):
+    """The envelope's task at ``speed`` m/s: a straight joystick walk (``radius`` inf; the
+    stick full forward at ``speed``) or ``stadium_path(radius)``."""
+    from physmocap.matching.trajectory import Joystick
+    if np.isinf(radius):
+        return Joystick.from_keys([(0.0, 0.0, 1.0, False)], walk_speeds=(speed, speed, speed))
+    return stadium_path(radius, speed=speed)
+
+
+def _envelope_cell(args):
+    """One cell of ``envelope``: ``(speed, radius, downs (6,) s or None, body / reference
+    path lengths (6, 2) m)``."""
+    from physmocap.playback.balance import STEPPING
+
+    speed, radius = args
+    body = load_body()
+    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    src = _envelope_input(speed, radius)
+    downs, paths = [], []
+    for yaw in (0.0, 0.7, 2.0, 3.0, 4.0, 5.0):
+        down, *_, p = _heading_run(*_ENVELOPE_DB, body, s, src, yaw)
+        downs.append(down)
+        paths.append(p)
+    return speed, radius, downs, np.array(paths)
+
+
+def _planted_slide(db, feats, speed: float, seconds: float = 15.0) -> float:
+    """m/s, how fast the kinematic live reference's feet labelled in contact (the database's
+    contact joints, the toes) move horizontally, median over the straight envelope walk at
+    ``speed`` m/s after its first 2 s (the controller alone, in the database's units)."""
+    from physmocap.matching.controller import Controller, output_skeleton
+    from physmocap.skeleton import forward_kinematics
+
+    sk = output_skeleton(db)
+    feet = [sk.names.index(n) for n in db.contact_joints]
+    ctrl = Controller(db, feats, _envelope_input(speed, np.inf))
+    pos, on = [], []
+    for _ in range(int(seconds / ctrl.dt)):
+        rp, rr, lp, lr = ctrl.step()
+        lrot = np.array(lr)
+        lrot[0] = quat.mul(rr, lr[0])
+        gp, _ = forward_kinematics(sk, lrot[None], (rp + quat.rotate(rr, lp[0]))[None])
+        pos.append(gp[0, feet, :2])
+        on.append(np.array(db.contacts[ctrl.frame], bool))
+    skip = int(2.0 / ctrl.dt)
+    v = np.linalg.norm(np.diff(np.array(pos)[skip:], axis=0), axis=2) / ctrl.dt
+    return float(np.median(v[np.array(on)[skip + 1:]]))
+
+
+_ENVELOPE_DB = None
+
+
+def envelope(speeds=ENVELOPE_SPEEDS, radii=ENVELOPE_RADII, workers: int | None = None) -> None:
+    """Where the fully physical live body stays up: ``live_headings``' six headings, 20 s each,
+    ``STEPPING`` on the live database with its standing clip, for each desired speed (m/s) of
+    a straight joystick walk (radius inf) and of the sharp turns' task with its reversals
+    rounded into half circles of each radius (``stadium_path``; 0: the sharp turns' own path).
+    Prints, per cell, how many of six stay up, the median time down, and the path the body
+    walked against its reference's (median m); a picture, ``out/envelope.png`` (matplotlib).
+    The database's walks move at 1.06-1.12 m/s and its turning walks at 0.6-0.9 m/s; first,
+    how fast the kinematic reference's planted feet slide on the straight walk at each speed
+    (``_planted_slide``: the controller's root pulled along at another speed than its clip's
+    drags them). Cells
+    run in ``workers`` processes (default: the CPUs, at most 4)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    global _ENVELOPE_DB
+    _ENVELOPE_DB = live_database(stand=True)       # shared with the forked workers
+    print("\nenvelope: the kinematic reference's feet labelled in contact slide (straight, "
+          "median m/s): " + ", ".join(f"{_planted_slide(*_ENVELOPE_DB, v):.2f} at {v:g}"
+                                      for v in speeds))
+    cells = [(v, r) for v in speeds for r in radii]
+    n = workers or max(1, min(4, os.cpu_count() or 1))
+    print("envelope: STEPPING, live database, six headings, 20 s; per desired speed (m/s) "
+          "and turn radius (m; inf: straight, 0: the sharp turns' reversal): up of 6 | "
+          "median down (s) | body / reference path (median m)")
+    out = {}
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
+        for speed, radius, downs, paths in pool.map(_envelope_cell, cells):
+            up = sum(d is None for d in downs)
+            fell = [d for d in downs if d is not None]
+            out[speed, radius] = up, float(np.median(paths[:, 0]) / np.median(paths[:, 1]))
+            print(f"  {speed:4.2f} m/s  r {radius:>4g}: up {up} of 6 | down "
+                  f"{np.median(fell) if fell else float('nan'):5.2f} | "
+                  f"{np.median(paths[:, 0]):5.1f} / {np.median(paths[:, 1]):5.1f} m  "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    pic = _plot_envelope(out, speeds, radii)
+    if pic:
+        print(f"  picture: {pic}")
+
+
+def _plot_envelope(cells: dict, speeds, radii) -> str | None:
+    """``out/envelope.png``: a coloured grid of ``cells[speed, radius] = (up of 6, body's path
+    / reference's)``."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from physmocap.io.atomic import atomic_path
+    grid = np.array([[cells[v, r][0] for r in radii] for v in speeds], float)
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=6, origin="lower", aspect="auto")
+    for i in range(len(speeds)):
+        for j in range(len(radii)):
+            ax.text(j, i, f"{int(grid[i, j])}\n({cells[speeds[i], radii[j]][1]:.0%})",
+                    ha="center", va="center", fontsize=9)
+    ax.set_xticks(range(len(radii)), ["straight" if np.isinf(r) else
+                                      ("sharp (0)" if r == 0 else f"{r:g}") for r in radii])
+    ax.set_yticks(range(len(speeds)), [f"{v:g}" for v in speeds])
+    ax.set(xlabel="turn radius (m)", ylabel="desired speed (m/s)",
+           title="fully physical live body: up 20 s in k of 6 headings\n"
+                 "(the body's path, of its reference's)")
+    fig.colorbar(im, ax=ax, label="headings up 20 s")
+    fig.tight_layout()
+    path = Path("out/envelope.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=80, format="png")
+    plt.close(fig)
+    return str(path)
 
 
 def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> None:
@@ -908,6 +1061,7 @@ if __name__ == "__main__":
                                                            "head_circle"), mirror=True),
              "turn_clips": turn_clips, "live_stands": live_stands,
              "turn_database": turn_database,
+             "envelope": envelope,
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     for part in (sys.argv[1:] or parts):

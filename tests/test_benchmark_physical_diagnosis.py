@@ -1,5 +1,5 @@
 """``benchmarks/physical_diagnosis.py``'s made inputs: mirrored (the same task turning the other
-way) and the sharp turns rounded (``stadium_path``)."""
+way), the sharp turns rounded (``stadium_path``) and the envelope's tasks (``envelope``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +15,8 @@ from physmocap.scene import _resolve
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
-from physical_diagnosis import _mirrored_input, _turned_input, stadium_path  # noqa: E402
+from physical_diagnosis import (  # noqa: E402
+    _envelope_input, _mirrored_input, _plot_envelope, _turned_input, stadium_path)
 
 M = np.array([1.0, -1.0, 1.0])
 
@@ -85,3 +86,29 @@ def test_stadium_path_turns_on_half_circles(r):
     chord = 2 * r * np.sin(np.pi / 16)
     assert path.length == pytest.approx(10.0 + 16 * chord)
     assert path.closed and path.speed == 1.1
+
+
+@pytest.mark.parametrize("speed", [0.5, 1.3])
+def test_envelope_tasks_ask_for_their_speed(speed):
+    """The straight task asks for ``speed`` m/s straight ahead (+x) however the character
+    faces; a rounded one is the stadium path at that speed."""
+    walk = _envelope_input(speed, np.inf)
+    rot = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), 0.3)
+    v, r = walk.desired(2.0, np.zeros(3), None)
+    np.testing.assert_allclose(v, [speed, 0.0, 0.0], atol=1e-12)
+    v, _ = walk.desired(2.0, np.zeros(3), rot)
+    assert np.linalg.norm(v) == pytest.approx(speed) and v[0] > 0
+    path = _envelope_input(speed, 0.75)
+    assert path.speed == speed
+    assert np.array_equal(path.points, stadium_path(0.75, speed=speed).points)
+
+
+def test_envelope_picture(tmp_path, monkeypatch):
+    """``out/envelope.png`` is written (atomically, under the working folder) for any grid."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    speeds, radii = (0.5, 1.1), (np.inf, 0.5, 0.0)
+    cells = {(v, r): (k % 7, 0.4) for k, (v, r) in enumerate((v, r) for v in speeds for r in radii)}
+    path = _plot_envelope(cells, speeds, radii)
+    assert path == "out/envelope.png"
+    assert (tmp_path / path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
