@@ -630,6 +630,9 @@ def _play_live(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}")
+        # where the reference slides its planted feet, a fully physical body cannot follow
+        print(f"  the reference's feet in contact slide {rep['reference_foot_skate_mm']:.1f} "
+              f"mm/frame (the database's clips: {rep['reference_foot_skate_mm_database']:.1f})")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
         _print_holds(rep)

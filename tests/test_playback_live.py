@@ -168,6 +168,22 @@ def test_physical_mode_reports_falls_as_events(walk_db, project_root):
         assert {"frame", "time_s", "since_s", "reason"} <= set(f)
 
 
+def test_report_says_how_far_the_reference_slides_its_planted_feet(walk_db):
+    """``reference_foot_skate_mm``: the reference's toes' travel while its matched frames
+    label them in contact. Asked for 0.5 m/s, which no clip walks (the walks move at about 1.1
+    m/s), the controller drags the clip's planted feet along with its root. Measured here (3
+    s): 7.2 mm/frame at 0.5 m/s against 3.1 at 1.1 m/s, the clips themselves 0.47 (scaled to
+    the body); on the live database over 6 s, 8.9 against 2.6."""
+    db, feats = walk_db
+    rep = {v: run_live(Controller(db, feats, Joystick.from_keys(
+        [(0.0, 0.0, 1.0, False)], walk_speeds=(v, v, v))), 3.0, mode="assist").report()
+        for v in (0.5, 1.1)}
+    slow, fit = rep[0.5]["reference_foot_skate_mm"], rep[1.1]["reference_foot_skate_mm"]
+    base = rep[1.1]["reference_foot_skate_mm_database"]
+    assert base == rep[0.5]["reference_foot_skate_mm_database"]     # the database's, once
+    assert 0 < base < fit and slow > 1.5 * fit
+
+
 def test_cli_play_database(walk_db, tmp_path, capsys):
     from physmocap.cli import main
     db, _ = walk_db
@@ -175,10 +191,11 @@ def test_cli_play_database(walk_db, tmp_path, capsys):
     code = main(["play", str(tmp_path / "db.npz"), "--input", "straight_walk", "--duration", "2",
                  "--physics", "-o", str(tmp_path / "sim.bvh"), "--report", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
-    assert code == 0 and "latency" in out
+    assert code == 0 and "latency" in out and "the reference's feet in contact slide" in out
     rep = json.loads((tmp_path / "r.json").read_text())
     for key in ("tracking_error_m", "root_assist_force_mean_n", "root_assist_force_max_n",
-                "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second", "latency_ms"):
+                "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second", "latency_ms",
+                "reference_foot_skate_mm", "reference_foot_skate_mm_database"):
         assert key in rep
     assert read_bvh(tmp_path / "sim.bvh").n_frames == 120
 

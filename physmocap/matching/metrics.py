@@ -8,8 +8,8 @@ from ..errors import require_numbers
 from ..motion import Motion
 from .trajectory import yaw_of
 
-__all__ = ["foot_skate_mm", "jitter", "polyline_distance", "intended_path", "facing_error_deg",
-           "run_report"]
+__all__ = ["foot_skate_mm", "database_figures", "jitter", "polyline_distance", "intended_path",
+           "facing_error_deg", "run_report"]
 
 
 def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -> float:
@@ -25,6 +25,25 @@ def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -
         steps.append(np.linalg.norm(np.diff(p, axis=0), axis=-1)[both])
     s = np.concatenate(steps)
     return float(1000.0 * s.mean()) if s.size else 0.0
+
+
+def database_figures(db) -> tuple[float, float]:
+    """``(foot skate mm per frame, jitter m/s^3)`` of a ``PoseDatabase``'s own clips, clip by
+    clip (no jumps at clip seams), weighted by their frames: what a motion played from it
+    could reach. The skate is of its contact joints while labelled in contact; both NaN when
+    no clip has 4 frames."""
+    feet = tuple(db.contact_joints)
+    skate, jit, weights = [], [], []
+    for a, b in zip(db.range_starts, db.range_stops):
+        if b - a < 4:
+            continue
+        clip = db.to_motion(int(a), int(b))
+        skate.append(foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
+        jit.append(jitter(clip))
+        weights.append(b - a)
+    if not weights:
+        return float("nan"), float("nan")
+    return float(np.average(skate, weights=weights)), float(np.average(jit, weights=weights))
 
 
 def jitter(motion: Motion) -> float:
@@ -98,15 +117,7 @@ def run_report(db, motion: Motion, record, source) -> dict:
                                   1.0 / dt)
     feet = tuple(n for n in db.contact_joints)
     contacts = np.array(record.contacts)
-    # The database clips themselves, for comparison, clip by clip (no jumps at clip seams).
-    raw_skate, raw_jit, weights = [], [], []
-    for a, b in zip(db.range_starts, db.range_stops):
-        if b - a < 4:
-            continue
-        clip = db.to_motion(int(a), int(b))
-        raw_skate.append(foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
-        raw_jit.append(jitter(clip))
-        weights.append(b - a)
+    db_skate, db_jitter = database_figures(db)
     search = np.array(record.search_seconds)
     return {
         "frames": motion.n_frames, "fps": motion.fps,
@@ -115,9 +126,9 @@ def run_report(db, motion: Motion, record, source) -> dict:
         "intended_path": kind,
         "facing_error_deg": round(face, 2), "facing_frames_outside_turns": round(frac, 3),
         "foot_skate_mm": round(foot_skate_mm(motion, feet, contacts), 3),
-        "foot_skate_mm_database": round(float(np.average(raw_skate, weights=weights)), 3),
+        "foot_skate_mm_database": round(db_skate, 3),
         "jitter": round(jitter(motion), 2),
-        "jitter_database": round(float(np.average(raw_jit, weights=weights)), 2),
+        "jitter_database": round(db_jitter, 2),
         "transitions": record.transitions,
         "searches": int(search.size),
         "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,

@@ -373,11 +373,18 @@ class LivePlayback:
 
 @dataclass(frozen=True, eq=False)
 class LiveResult:
-    """``track``'s result for the coupled loop, plus per-frame timings ``(F,)`` in ms."""
+    """``track``'s result for the coupled loop, plus per-frame timings ``(F,)`` in ms, and
+    how far the reference's feet slide while its matched frames label them in contact (mm per
+    frame, on the body; ``database``: the database's own clips, scaled to the body). A
+    reference asked for a speed its clips do not walk slides its planted feet (its root pulled
+    along, its clip's feet not), and a fully physical body cannot follow that (``benchmarks/
+    physical_diagnosis.py envelope``)."""
 
     result: TrackResult
     controller_ms: np.ndarray
     physics_ms: np.ndarray
+    reference_skate_mm: float = float("nan")
+    database_skate_mm: float = float("nan")
 
     def report(self) -> dict:
         rep = self.result.report()
@@ -386,7 +393,9 @@ class LiveResult:
             frames_per_second=float(len(total) / (total.sum() / 1e3)) if total.sum() > 0 else 0.0,
             latency_ms={"median": float(np.median(total)), "p99": float(np.percentile(total, 99))},
             controller_ms_median=float(np.median(self.controller_ms)),
-            physics_ms_median=float(np.median(self.physics_ms)))
+            physics_ms_median=float(np.median(self.physics_ms)),
+            reference_foot_skate_mm=self.reference_skate_mm,
+            reference_foot_skate_mm_database=self.database_skate_mm)
         return rep
 
 
@@ -416,10 +425,26 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
             if progress is not None and (i % 60 == 0 or i == n - 1):
                 progress("live playback", i + 1, n)
         falls = list(live.tracker.falls)
+        ratio = live.retarget.ratio
     fps = 1.0 / controller.dt
     ref = Motion(body.skeleton, fps, ref_root, quat.normalize(ref_lrot),
                  {"source": "motion matching"})
+    skate, db_skate = _reference_skate(ref, body, controller, ratio)
     res = measure(ref, sim_root, sim_lrot, body, mode, force, torque, pen, contacts, falls,
                   float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})",
                   environment=environment, hold_error_m=hold_err)
-    return LiveResult(res, c_ms, p_ms)
+    return LiveResult(res, c_ms, p_ms, skate, db_skate)
+
+
+def _reference_skate(ref: Motion, body: BodyTemplate, controller, ratio: float):
+    """``(mm per frame, the database's own)``: the horizontal travel of the reference's toes
+    (``ref`` on the body) while the controller's matched frames label them in contact, and the
+    same of the database's clips scaled by the retargeting ``ratio`` (body / database)."""
+    from ..matching.metrics import database_figures, foot_skate_mm
+    from .character import foot_joints
+    names = body.skeleton.names
+    toes = tuple(names[max(side)] for side in foot_joints(body))
+    # the controller's last frames are the reference's (the first placed the body)
+    contacts = np.array(controller.record.contacts[-ref.n_frames:], bool)
+    return (foot_skate_mm(ref, toes, contacts),
+            ratio * database_figures(controller.db)[0])
