@@ -63,7 +63,8 @@
 * ``envelope``: where the fully physical live body stays up: the six headings, 20 s, for each
   desired speed 0.5-1.5 m/s of a straight joystick walk and of ``stadium_path`` with half
   circles of 1, 0.75, 0.5 and 0 m radius: up of 6, median time down, the body's path against
-  its reference's; a picture, ``out/envelope.png`` (matplotlib; about 5 minutes on 2 CPUs);
+  its reference's; first, how far the reference's planted feet slide at each speed (the live
+  report's ``reference_foot_skate_mm``, straight, 6 s); a picture, ``out/envelope.png`` (matplotlib; about 5 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -545,27 +546,17 @@ def _envelope_cell(args):
     return speed, radius, downs, np.array(paths)
 
 
-def _planted_slide(db, feats, speed: float, seconds: float = 15.0) -> float:
-    """m/s, how fast the kinematic live reference's feet labelled in contact (the database's
-    contact joints, the toes) move horizontally, median over the straight envelope walk at
-    ``speed`` m/s after its first 2 s (the controller alone, in the database's units)."""
-    from physmocap.matching.controller import Controller, output_skeleton
-    from physmocap.skeleton import forward_kinematics
+def _reference_slide(db, feats, speed: float, seconds: float = 6.0) -> tuple[float, float]:
+    """mm per frame, the live report's ``reference_foot_skate_mm`` of the straight envelope
+    walk at ``speed`` m/s (assist mode, ``seconds`` s): how far the reference's toes travel
+    while its matched frames label them in contact; and the database clips' own (scaled to
+    the body)."""
+    from physmocap.matching.controller import Controller
+    from physmocap.playback.live import run_live
 
-    sk = output_skeleton(db)
-    feet = [sk.names.index(n) for n in db.contact_joints]
     ctrl = Controller(db, feats, _envelope_input(speed, np.inf))
-    pos, on = [], []
-    for _ in range(int(seconds / ctrl.dt)):
-        rp, rr, lp, lr = ctrl.step()
-        lrot = np.array(lr)
-        lrot[0] = quat.mul(rr, lr[0])
-        gp, _ = forward_kinematics(sk, lrot[None], (rp + quat.rotate(rr, lp[0]))[None])
-        pos.append(gp[0, feet, :2])
-        on.append(np.array(db.contacts[ctrl.frame], bool))
-    skip = int(2.0 / ctrl.dt)
-    v = np.linalg.norm(np.diff(np.array(pos)[skip:], axis=0), axis=2) / ctrl.dt
-    return float(np.median(v[np.array(on)[skip + 1:]]))
+    rep = run_live(ctrl, seconds, mode="assist").report()
+    return rep["reference_foot_skate_mm"], rep["reference_foot_skate_mm_database"]
 
 
 _ENVELOPE_DB = None
@@ -579,9 +570,9 @@ def envelope(speeds=ENVELOPE_SPEEDS, radii=ENVELOPE_RADII, workers: int | None =
     Prints, per cell, how many of six stay up, the median time down, and the path the body
     walked against its reference's (median m); a picture, ``out/envelope.png`` (matplotlib).
     The database's walks move at 1.06-1.12 m/s and its turning walks at 0.6-0.9 m/s; first,
-    how fast the kinematic reference's planted feet slide on the straight walk at each speed
-    (``_planted_slide``: the controller's root pulled along at another speed than its clip's
-    drags them). Cells
+    how far the reference's planted feet slide on the straight walk at each speed
+    (``_reference_slide``: the controller's root pulled along at another speed than its
+    clip's drags them). Cells
     run in ``workers`` processes (default: the CPUs, at most 4)."""
     import os
     from concurrent.futures import ProcessPoolExecutor
@@ -589,9 +580,11 @@ def envelope(speeds=ENVELOPE_SPEEDS, radii=ENVELOPE_RADII, workers: int | None =
 
     global _ENVELOPE_DB
     _ENVELOPE_DB = live_database(stand=True)       # shared with the forked workers
-    print("\nenvelope: the kinematic reference's feet labelled in contact slide (straight, "
-          "median m/s): " + ", ".join(f"{_planted_slide(*_ENVELOPE_DB, v):.2f} at {v:g}"
-                                      for v in speeds))
+    slides = [_reference_slide(*_ENVELOPE_DB, v) for v in speeds]
+    print("\nenvelope: the reference's feet in contact slide (straight, 6 s, the live report's "
+          "reference_foot_skate_mm, mm/frame): " + ", ".join(
+              f"{a:.1f} at {v:g} m/s" for v, (a, _) in zip(speeds, slides))
+          + f"; the database's clips {slides[0][1]:.2f}")
     cells = [(v, r) for v in speeds for r in radii]
     n = workers or max(1, min(4, os.cpu_count() or 1))
     print("envelope: STEPPING, live database, six headings, 20 s; per desired speed (m/s) "
