@@ -497,7 +497,7 @@ def cmd_mm_run(args) -> int:
               f"{rep['facing_error_deg']:.1f} deg outside sharp turns")
         print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame (database clips "
               f"{rep['foot_skate_mm_database']:.2f}); jitter {rep['jitter']:.1f} m/s^3 "
-              f"(database {rep['jitter_database']:.1f})")
+              f"(database {_maybe(rep['jitter_database'], '.1f')})")
         print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
     return 0
 
@@ -562,6 +562,11 @@ def _looped(motion, seconds: float, path) -> tuple:
     looped = loop_motion(close_cycle(motion[i:j + 1]), loops)
     return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
                     "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
+
+
+def _maybe(x, fmt: str) -> str:
+    """``x`` formatted, or ``n/a`` for a figure a report could not measure (``None``)."""
+    return "n/a" if x is None else format(x, fmt)
 
 
 def _tracking_text(rep: dict) -> str:

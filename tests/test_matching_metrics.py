@@ -37,3 +37,12 @@ def test_database_figures_do_not_change_in_the_mirror(walk):
     plain = metrics.database_figures(build_database([walk], names=["a"], fps=60))
     both = metrics.database_figures(build_database([walk], names=["a"], fps=60, mirror=True))
     np.testing.assert_allclose(both, plain, rtol=1e-6)
+
+
+def test_database_figures_of_clips_too_short_for_jitter(walk):
+    """Clips of 2-3 frames (``build_database`` takes them) have a skate but no third
+    difference: the jitter is ``None``, not a division by zero."""
+    db = build_database([walk[:3], walk[10:12]], names=["a", "b"], fps=walk.fps)   # not resampled
+    assert np.diff(np.stack([db.range_starts, db.range_stops]), axis=0).max() < 4
+    skate, jit = metrics.database_figures(db)
+    assert np.isfinite(skate) and skate >= 0 and jit is None

@@ -27,23 +27,22 @@ def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -
     return float(1000.0 * s.mean()) if s.size else 0.0
 
 
-def database_figures(db) -> tuple[float, float]:
+def database_figures(db) -> tuple[float, float | None]:
     """``(foot skate mm per frame, jitter m/s^3)`` of a ``PoseDatabase``'s own clips, clip by
     clip (no jumps at clip seams), weighted by their frames: what a motion played from it
-    could reach. The skate is of its contact joints while labelled in contact; both NaN when
-    no clip has 4 frames."""
+    could reach. The skate is of its contact joints while labelled in contact; the jitter is
+    ``None`` when no clip has the 4 frames a third difference needs."""
     feet = tuple(db.contact_joints)
-    skate, jit, weights = [], [], []
+    skate, jit, n_skate, n_jit = [], [], [], []
     for a, b in zip(db.range_starts, db.range_stops):
-        if b - a < 4:
-            continue
-        clip = db.to_motion(int(a), int(b))
+        clip = db.to_motion(int(a), int(b))            # >= 2 frames (``build_database``)
         skate.append(foot_skate_mm(clip, feet, np.array(db.contacts[a:b])))
-        jit.append(jitter(clip))
-        weights.append(b - a)
-    if not weights:
-        return float("nan"), float("nan")
-    return float(np.average(skate, weights=weights)), float(np.average(jit, weights=weights))
+        n_skate.append(b - a)
+        if b - a >= 4:
+            jit.append(jitter(clip))
+            n_jit.append(b - a)
+    return (float(np.average(skate, weights=n_skate)),
+            float(np.average(jit, weights=n_jit)) if jit else None)
 
 
 def jitter(motion: Motion) -> float:
@@ -128,7 +127,7 @@ def run_report(db, motion: Motion, record, source) -> dict:
         "foot_skate_mm": round(foot_skate_mm(motion, feet, contacts), 3),
         "foot_skate_mm_database": round(db_skate, 3),
         "jitter": round(jitter(motion), 2),
-        "jitter_database": round(db_jitter, 2),
+        "jitter_database": None if db_jitter is None else round(db_jitter, 2),
         "transitions": record.transitions,
         "searches": int(search.size),
         "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
