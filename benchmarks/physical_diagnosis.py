@@ -614,11 +614,8 @@ def _plot_envelope(cells: dict, speeds, radii) -> str | None:
     except ImportError:
         return None
     matplotlib.use("Agg")
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
 
-    from physmocap.io.atomic import atomic_path
     grid = np.array([[cells[v, r][0] for r in radii] for v in speeds], float)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=6, origin="lower", aspect="auto")
@@ -633,13 +630,7 @@ def _plot_envelope(cells: dict, speeds, radii) -> str | None:
            title="fully physical live body: up 20 s in k of 6 headings\n"
                  "(the body's path, of its reference's)")
     fig.colorbar(im, ax=ax, label="headings up 20 s")
-    fig.tight_layout()
-    path = Path("out/envelope.png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=80, format="png")
-    plt.close(fig)
-    return str(path)
+    return _save_figure(fig, "envelope")
 
 
 def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> None:
@@ -812,6 +803,22 @@ def turn_clips() -> None:
               "no foot planted)")
 
 
+def _save_figure(fig, name: str) -> str:
+    """Lay out ``fig``, write it to ``out/NAME.png`` (atomically), close it; the path."""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from physmocap.io.atomic import atomic_path
+    fig.tight_layout()
+    path = Path(f"out/{name}.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=80, format="png")
+    plt.close(fig)
+    return str(path)
+
+
 def _plot_turns(res, t0: float, cap, ref_yaw, sim_yaw, live, fall) -> str | None:
     """``out/turn_clips.png`` (matplotlib, if installed): the hips' heading of reference and
     body over time, above for the captured U-turn tracked from ``t0`` s (``res``), below for
@@ -822,11 +829,8 @@ def _plot_turns(res, t0: float, cap, ref_yaw, sim_yaw, live, fall) -> str | None
     except ImportError:
         return None
     matplotlib.use("Agg")
-    from pathlib import Path
-
     import matplotlib.pyplot as plt
 
-    from physmocap.io.atomic import atomic_path
     from physmocap.matching.trajectory import yaw_of
     fig, axes = plt.subplots(2, 1, figsize=(10, 6))
     rows = ((np.unwrap(yaw_of(res.reference.lrot[:, 0])), np.unwrap(yaw_of(res.motion.lrot[:, 0])),
@@ -848,13 +852,7 @@ def _plot_turns(res, t0: float, cap, ref_yaw, sim_yaw, live, fall) -> str | None
         ax.set(title=title, xlabel="s", ylabel="heading (deg, from the first frame)")
         ax.legend(fontsize=8, loc="best")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path("out/turn_clips.png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=80, format="png")
-    plt.close(fig)
-    return str(path)
+    return _save_figure(fig, "turn_clips")
 
 
 def live_reference() -> None:
