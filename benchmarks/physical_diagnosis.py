@@ -64,7 +64,8 @@
   desired speed 0.5-1.5 m/s of a straight joystick walk and of ``stadium_path`` with half
   circles of 1, 0.75, 0.5 and 0 m radius: up of 6, median time down, the body's path against
   its reference's; first, how far the reference's planted feet slide at each speed (the live
-  report's ``reference_foot_skate_mm``, straight, 6 s); a picture, ``out/envelope.png`` (matplotlib; about 5 minutes on 2 CPUs);
+  report's ``reference_foot_skate_mm``, straight, 6 s); a picture, ``out/envelope.png``
+  (matplotlib; about 5 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;

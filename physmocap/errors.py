@@ -74,6 +74,21 @@ def require_counts(where: str, zero_ok: tuple = (), **values) -> None:
             raise SettingsError(f"{where}: {name} must be a whole number >= {least}, got {v!r}")
 
 
+def require_fractions(where: str, **values) -> None:
+    """One ``SettingsError`` line for the first of ``values`` that is not a fraction 0..1."""
+    for name, v in values.items():
+        if bad_number(v) or v > 1:
+            raise SettingsError(f"{where}: {name} must be a fraction 0..1, got {v!r}")
+
+
+def require_flags(where: str, **values) -> None:
+    """One ``SettingsError`` line for the first of ``values`` that is not ``True`` or ``False``
+    (a 0 or 1 is not a switch)."""
+    for name, v in values.items():
+        if not isinstance(v, bool):
+            raise SettingsError(f"{where}: {name} must be True or False, got {v!r}")
+
+
 def bad_count(v, least: int = 1) -> bool:
     """``v`` is not a whole number ``>= least`` (numpy's integers count; a bool and a float
     do not): frames, loops, sub-steps."""

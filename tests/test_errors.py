@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from physmocap.errors import (PhysmocapError, SettingsError, bad_count, bad_number,
-                              require_counts, require_numbers)
+                              require_counts, require_flags, require_fractions,
+                              require_numbers)
 
 
 def test_bad_number_takes_numpy_scalars_and_refuses_bools_text_nan_and_inf():
@@ -38,3 +39,17 @@ def test_require_counts_names_the_first_bad_one():
         require_counts("f", ("b",), a=0, b=0)
     with pytest.raises(SettingsError, match=r"^f: b must be a whole number >= 0, got 1.5$"):
         require_counts("f", ("b",), a=2, b=1.5)
+
+
+def test_require_fractions_takes_0_to_1_only():
+    require_fractions("f", a=0, b=1.0, c=np.float32(0.5))
+    for bad in (1.5, -0.1, float("nan"), True):
+        with pytest.raises(SettingsError, match=rf"^f: b must be a fraction 0..1, got {bad!r}$"):
+            require_fractions("f", a=0.5, b=bad)
+
+
+def test_require_flags_takes_bools_only():
+    require_flags("f", a=True, b=False)
+    for bad in (1, 0, "yes", None):
+        with pytest.raises(SettingsError, match=rf"^f: b must be True or False, got {bad!r}$"):
+            require_flags("f", a=True, b=bad)

@@ -51,7 +51,7 @@ import numpy as np
 
 from .. import quat
 from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number, known_list,
-                      require_counts, require_numbers)
+                      require_counts, require_flags, require_fractions, require_numbers)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -199,14 +199,10 @@ class AvatarSettings:
         require_numbers("AvatarSettings", ("window",), **{n: getattr(self, n) for n in (
             "window", "stand_speed", "max_slide", "slide_speed", "clavicle_deg",
             "align_halflife")})
-        if bad_number(self.sim_pull) or self.sim_pull > 1:
-            raise SettingsError(f"AvatarSettings: sim_pull must be a fraction 0..1, got "
-                                f"{self.sim_pull!r}")
+        require_fractions("AvatarSettings", sim_pull=self.sim_pull)
         require_counts("AvatarSettings", ("lock_blend",), lock_blend=self.lock_blend,
                        head_span=self.head_span)                            # frames
-        if not isinstance(self.foot_lock, bool):
-            raise SettingsError(f"AvatarSettings: foot_lock must be True or False, got "
-                                f"{self.foot_lock!r}")
+        require_flags("AvatarSettings", foot_lock=self.foot_lock)
         for name in ("turn_speeds", "align_fade"):
             v = getattr(self, name)
             if not (isinstance(v, (tuple, list)) and len(v) == 2

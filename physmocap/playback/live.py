@@ -383,8 +383,8 @@ class LiveResult:
     result: TrackResult
     controller_ms: np.ndarray
     physics_ms: np.ndarray
-    reference_skate_mm: float = float("nan")
-    database_skate_mm: float = float("nan")
+    reference_skate_mm: float
+    database_skate_mm: float
 
     def report(self) -> dict:
         rep = self.result.report()

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_number, require_counts
+from ..errors import (SettingsError, ShapeError, bad_number, require_counts, require_flags,
+                      require_numbers)
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -326,16 +327,9 @@ class TrackingSettings:
 
     def __post_init__(self):
         # one clear line for a bad value here, not a PyBullet error (or a silent blow-up) later
-        for f in fields(self):
-            if f.name in _NOT_NUMBERS:
-                continue
-            v = getattr(self, f.name)
-            if bad_number(v, f.name in _POSITIVE):
-                raise SettingsError(f"TrackingSettings: {f.name} must be a finite number "
-                                    f"{'> 0' if f.name in _POSITIVE else '>= 0'}, got {v!r}")
-        if not isinstance(self.reach_every_step, bool):
-            raise SettingsError(f"TrackingSettings: reach_every_step must be True or False, got "
-                                f"{self.reach_every_step!r}")
+        require_numbers("TrackingSettings", _POSITIVE, **{
+            f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_NUMBERS})
+        require_flags("TrackingSettings", reach_every_step=self.reach_every_step)
         for name in ("joint_min_torque", "stance_speed", "swing_clearance", "joint_lead",
                      "stance_rise"):
             v = getattr(self, name)

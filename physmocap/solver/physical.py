@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, bad_number, require_counts, require_numbers
+from ..errors import (SettingsError, ShapeError, require_counts, require_flags,
+                      require_fractions, require_numbers)
 from ..markers import MarkerSet
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -78,17 +79,12 @@ class PhysicalSettings:
         positive = ("stiffness", "outlier_distance", "timestep", "mass_floor")
         require_numbers("PhysicalSettings", positive, **{n: getattr(self, n) for n in positive + (
             "tol", "plant_stiffness", "resist", "hinge_stiffness", "limit_stiffness")})
-        if bad_number(self.keep) or self.keep > 1:
-            raise SettingsError(f"PhysicalSettings: keep must be a fraction 0..1, got "
-                                f"{self.keep!r}")
+        require_fractions("PhysicalSettings", keep=self.keep)
         require_counts("PhysicalSettings", substeps=self.substeps, min_substeps=self.min_substeps)
         if self.min_substeps > self.substeps:
             raise SettingsError(f"PhysicalSettings: min_substeps ({self.min_substeps}) exceeds "
                                 f"substeps ({self.substeps})")
-        for name in ("predict", "ball_limits"):
-            if not isinstance(getattr(self, name), bool):
-                raise SettingsError(f"PhysicalSettings: {name} must be True or False, got "
-                                    f"{getattr(self, name)!r}")
+        require_flags("PhysicalSettings", predict=self.predict, ball_limits=self.ball_limits)
 
 
 @dataclass(frozen=True, eq=False)
