@@ -4,8 +4,9 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 
-__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE"]
+__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE", "report_page"]
 
 esc = html.escape
 
@@ -33,3 +34,19 @@ def img_tag(png: bytes, alt: str) -> str:
     """An ``<img>`` with the PNG embedded as a data URL (no file or network needed)."""
     return (f'<img alt="{esc(alt)}" src="data:image/png;base64,'
             f'{base64.b64encode(png).decode("ascii")}">')
+
+
+def report_page(title: str, rows, sections, report: dict) -> str:
+    """A whole self-contained page: the heading ``title``, a table of ``rows`` ``(label,
+    value)``, one figure per section ``(name, figure, caption)`` (embedded as PNG; each figure
+    is closed) and the JSON ``report`` folded away at the end."""
+    table = "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(v))}</td></tr>" for k, v in rows)
+    body = [f"<h1>{esc(title)}</h1>", f'<table class="kv">{table}</table>']
+    for name, fig, caption in sections:
+        body.append(f"<h2>{esc(name)}</h2><figure>{img_tag(figure_png(fig), name)}"
+                    f"<figcaption>{esc(caption)}</figcaption></figure>")
+    body.append("<h2>JSON report</h2><details><summary>show</summary><pre>"
+                + esc(json.dumps(report, indent=1, default=float)) + "</pre></details>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{PAGE_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")

@@ -11,13 +11,11 @@ Figures (time in seconds on every horizontal axis):
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from ..io.atomic import atomic_write_text
 from ._mpl import pyplot
-from .html import PAGE_STYLE, esc, figure_png, img_tag
+from .html import report_page
 from .trace import ANGLE_JOINTS, SolveTrace
 
 __all__ = ["solve_report_html", "write_solve_report", "key_frames"]
@@ -265,17 +263,7 @@ def solve_report_html(trace: SolveTrace, report: dict, title: str | None = None)
         ("Key frames", fig_keyframes(trace, frames), "Evenly spaced frames plus the frame with "
          "the largest inlier residual."),
     ]
-    rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(v))}</td></tr>"
-                   for k, v in _summary_rows(report))
-    body = [f"<h1>{esc(title)}</h1>", f'<table class="kv">{rows}</table>']
-    for name, fig, caption in sections:
-        body.append(f"<h2>{esc(name)}</h2><figure>{img_tag(figure_png(fig), name)}"
-                    f"<figcaption>{esc(caption)}</figcaption></figure>")
-    body.append("<h2>JSON report</h2><details><summary>show</summary><pre>"
-                + esc(json.dumps(report, indent=1)) + "</pre></details>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(title)}</title><style>{PAGE_STYLE}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    return report_page(title, _summary_rows(report), sections, report)
 
 
 def write_solve_report(trace: SolveTrace, report: dict, path) -> None:
