@@ -269,7 +269,7 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
-    refuse_overwrite([args.capture, args.static],
+    refuse_overwrite([args.capture, args.static, args.scene],
                      [args.output, args.report, args.c3d_out, args.report_html])
     if args.report_html:
         from .report._mpl import pyplot
@@ -332,6 +332,7 @@ def cmd_report(args) -> int:
                              "written beside its report (.html)")
     for r in reports:
         out = Path(args.output) if args.output else r.with_suffix(".html")
+        refuse_overwrite([r, args.bvh, args.c3d], [out])
         trace, rep = trace_from_files(r, bvh=args.bvh, c3d=args.c3d)
         write_solve_report(trace, rep, out)
         if not args.quiet:
@@ -359,6 +360,7 @@ def _load_markers(path):
 def cmd_view(args) -> int:
     from .report.viewer import write_viewer
 
+    refuse_overwrite([args.motion, args.markers], [args.output])
     motion = _load_motion(args.motion, args.unit)
     markers = _load_markers(args.markers)
     write_viewer(motion, args.output, markers)
@@ -373,6 +375,7 @@ def cmd_render(args) -> int:
     from .progress import Progress
     from .report.render import render_motion
 
+    refuse_overwrite([args.motion, args.markers], [args.output])
     motion = _load_motion(args.motion, args.unit)
     markers = _load_markers(args.markers)
     n = render_motion(motion, args.output, markers, fps=args.fps,
@@ -412,7 +415,8 @@ def cmd_mm_build(args) -> int:
     from .progress import Progress
 
     files = _bvh_files(args.clips)
-    refuse_overwrite(files, [args.output])
+    stand = None if args.stand is None else _stand_arg(args.stand)[0]
+    refuse_overwrite(files + [stand], [args.output])
     prog = Progress(not args.quiet)
     motions = []
     for i, f in enumerate(files):
@@ -471,7 +475,7 @@ def cmd_mm_run(args) -> int:
     from .matching.metrics import run_report
     from .progress import Progress
 
-    refuse_overwrite([args.database], [args.output, args.report])
+    refuse_overwrite([args.database, args.input], [args.output, args.report])
     db, ctrl, scene_path, duration = _scene_controller(
         args.database, args.input, args.duration,
         ControllerSettings(search_every=args.search_every))
@@ -515,7 +519,7 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
-    refuse_overwrite([args.motion], [args.output, args.report])
+    refuse_overwrite([args.motion, args.scene], [args.output, args.report])
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
@@ -619,6 +623,7 @@ def _play_live(args) -> int:
     if args.loop is not None:
         raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
                              "for its scene's duration (or --duration)", args.motion)
+    refuse_overwrite([args.motion, args.input, args.scene], [args.output, args.report])
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
     live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
@@ -656,6 +661,7 @@ def cmd_avatar(args) -> int:
     if args.inputs[0] == "extract":
         if len(args.inputs) != 2:
             args.parser.error("avatar extract takes one clip: avatar extract CLIP.bvh -o TRACK.csv")
+        refuse_overwrite([args.inputs[1]], [args.output])
         motion = load_any(Path(args.inputs[1]), unit=args.unit)
         if not hasattr(motion, "skeleton"):
             raise PhysmocapError("extract needs skeletal motion (a BVH or clip), not markers",
@@ -679,6 +685,7 @@ def cmd_avatar(args) -> int:
     from .matching.database import load_database
 
     settings = _play_settings(args)      # before the long run: --balance needs --mode physical
+    refuse_overwrite([args.inputs[0], args.tracking, args.truth], [args.output, args.report])
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
     db = load_database(args.inputs[0])

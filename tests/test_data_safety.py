@@ -66,14 +66,43 @@ def test_cli_commands_never_modify_inputs(data_dir, tmp_path):
 
 def test_output_over_its_own_input_is_refused(data_dir, tmp_path):
     """``convert a.bvh a.bvh`` would replace the input: refused, the file is untouched (on a
-    copy: as root the read-only shared files could be overwritten)."""
+    copy: as root the read-only shared files could be overwritten). Every command that writes
+    a file, with an output naming any of its inputs (a database, an input scene, a tracking
+    file, a truth clip, a scene, a report to rebuild, a standing clip): ``play db.npz --input
+    straight_walk -o db.npz`` had replaced the database with the simulated BVH, ``avatar
+    extract a.bvh -o a.bvh`` the clip with a CSV. The check comes first, so the inputs need
+    only exist."""
     src = tmp_path / "walk.bvh"
     src.write_bytes((data_dir / "bvh/cmu/131_01.bvh").read_bytes())
+    others = {n: tmp_path / n for n in ("db.npz", "track.csv", "scene.toml", "report.json",
+                                        "stand.bvh", "capture.c3d", "env.toml")}
+    for n, p in others.items():
+        p.write_bytes(src.read_bytes() if n == "stand.bvh" else b"an input " + n.encode())
+    db, track, scene, rep, stand, c3d, env = others.values()
+    out = tmp_path / "out.bvh"
     before = snapshot(tmp_path)
     for args in (("convert", src, src), ("convert", src, tmp_path / "." / "walk.bvh"),
-                 ("mm", "build", src, "-o", src)):
+                 ("mm", "build", src, "-o", src),
+                 ("mm", "build", src, "--stand", stand, "-o", stand),
+                 ("mm", "run", db, "--input", "straight_walk", "-o", db),
+                 ("mm", "run", db, "--input", scene, "-o", out, "--report", scene),
+                 ("play", src, "-o", out, "--report", src),
+                 ("play", src, "-o", env, "--scene", env),
+                 ("play", db, "--input", "straight_walk", "-o", db),
+                 ("play", db, "--input", scene, "-o", scene),
+                 ("play", db, "--input", "straight_walk", "-o", out, "--scene", env,
+                  "--report", env),
+                 ("avatar", "extract", src, "-o", src),
+                 ("avatar", db, "--tracking", track, "-o", track),
+                 ("avatar", db, "--tracking", track, "-o", db),
+                 ("avatar", db, "--tracking", track, "-o", out, "--truth", src, "--report", src),
+                 ("solve", c3d, "-o", out, "--scene", env, "--report", env),
+                 ("view", src, "-o", src),
+                 ("render", src, "-o", src),
+                 ("report", rep, "-o", rep)):
         r = physmocap(*args)
-        assert r.returncode == 1 and "overwrite" in r.stderr and r.stderr.count("\n") == 1
+        assert r.returncode == 1 and "overwrite" in r.stderr and r.stderr.count("\n") == 1, \
+            (args, r.stderr)
     assert snapshot(tmp_path) == before
 
 
