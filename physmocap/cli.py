@@ -31,7 +31,8 @@ EXAMPLES = {
     "view": "physmocap view walk.bvh --markers walk.c3d -o walk_view.html",
     "render": "physmocap render walk.bvh --markers walk.c3d -o walk.gif --fps 25",
     "play": "physmocap play walk.bvh -o simulated.bvh --report play.json --mode assist\n"
-            "  physmocap play walk.bvh -o sim.bvh --mode physical --balance stepping --loop 20\n"
+            "  physmocap play walk.bvh -o sim.bvh --mode physical --balance stepping --loop 20 "
+            "--report-html play.html\n"
             "  physmocap play db.npz --input straight_walk --physics -o sim.bvh --report play.json",
     "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
              "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
@@ -508,7 +509,6 @@ def cmd_mm_run(args) -> int:
 
 def cmd_play(args) -> int:
     """Physical playback of a fixed motion (BVH or DeepMimic clip) on the simulated body."""
-    from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
     from .playback.track import track_any
     from .progress import Progress
@@ -519,7 +519,8 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
-    refuse_overwrite([args.motion, args.scene], [args.output, args.report])
+    refuse_overwrite([args.motion, args.scene], [args.output, args.report, args.report_html])
+    _need_plots(args)
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
         raise PhysmocapError("play needs skeletal motion (a BVH or clip), not markers",
@@ -535,8 +536,7 @@ def cmd_play(args) -> int:
     rep.update(source=str(args.motion), output=str(args.output))
     if loop is not None:
         rep["loop"] = loop
-    if args.report:
-        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    _write_play_reports(args, result, rep)
     if not args.quiet:
         print(f"{args.motion}: {rep.get('frames', motion.n_frames)} frames, mode {args.mode}")
         if loop is not None:
@@ -547,8 +547,32 @@ def cmd_play(args) -> int:
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
         _print_holds(rep)
-        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+        _print_wrote(args)
     return 0
+
+
+def _need_plots(args) -> None:
+    """``--report-html`` needs matplotlib: said before a long run, not after it."""
+    if args.report_html:
+        from .report._mpl import pyplot
+        pyplot()
+
+
+def _write_play_reports(args, result, rep: dict) -> None:
+    """``play``'s JSON report and HTML page (``--report``, ``--report-html``), atomically."""
+    from .io.atomic import atomic_write_text
+    if args.report_html:
+        rep["report_html"] = str(args.report_html)
+    if args.report:
+        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    if args.report_html:
+        from .report.play_html import write_play_report
+        write_play_report(result, rep, args.report_html)
+
+
+def _print_wrote(args) -> None:
+    print(f"  wrote {args.output}" + "".join(f", {p}" for p in (args.report, args.report_html)
+                                             if p))
 
 
 def _looped(motion, seconds: float, path) -> tuple:
@@ -610,7 +634,6 @@ def _play_settings(args):
 
 def _play_live(args) -> int:
     """``play DB.npz --input SCENE``: motion matching and the simulation in one loop."""
-    from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
     from .playback.live import run_live
     from .progress import Progress
@@ -623,7 +646,9 @@ def _play_live(args) -> int:
     if args.loop is not None:
         raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
                              "for its scene's duration (or --duration)", args.motion)
-    refuse_overwrite([args.motion, args.input, args.scene], [args.output, args.report])
+    refuse_overwrite([args.motion, args.input, args.scene],
+                     [args.output, args.report, args.report_html])
+    _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
     live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
@@ -631,8 +656,7 @@ def _play_live(args) -> int:
     write_bvh(live.result.motion, args.output)
     rep = live.report()
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
-    if args.report:
-        atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
+    _write_play_reports(args, live.result, rep)
     if not args.quiet:
         print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
               f"simulated, mode {args.mode}")
@@ -646,7 +670,7 @@ def _play_live(args) -> int:
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
         _print_holds(rep)
-        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+        _print_wrote(args)
     return 0
 
 
@@ -881,6 +905,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="accepted for symmetry with 'avatar --physics': play always simulates")
     sp.add_argument("-o", "--output", required=True, help="simulated motion (BVH)")
     sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--report-html", help="HTML report with plots: paths, tracking, root "
+                    "assist, feet, key frames (needs the 'report' extra)")
     sp.add_argument("--mode", choices=("assist", "physical"), default="assist",
                     help="assist: bounded root force and torque; physical: none (may fall)")
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",

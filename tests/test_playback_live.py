@@ -189,9 +189,13 @@ def test_cli_play_database(walk_db, tmp_path, capsys):
     db, _ = walk_db
     save_database(db, tmp_path / "db.npz")
     code = main(["play", str(tmp_path / "db.npz"), "--input", "straight_walk", "--duration", "2",
-                 "--physics", "-o", str(tmp_path / "sim.bvh"), "--report", str(tmp_path / "r.json")])
+                 "--physics", "-o", str(tmp_path / "sim.bvh"), "--report", str(tmp_path / "r.json"),
+                 "--report-html", str(tmp_path / "r.html")])
     out = capsys.readouterr().out
     assert code == 0 and "latency" in out and "the reference's feet in contact slide" in out
+    page = (tmp_path / "r.html").read_text()              # the live run's page: its input named
+    assert page.count("data:image/png") == 5 and "straight_walk.toml" in page
+    assert "ms p99" in page and "reference&#x27;s feet in contact slide" in page
     rep = json.loads((tmp_path / "r.json").read_text())
     for key in ("tracking_error_m", "root_assist_force_mean_n", "root_assist_force_max_n",
                 "penetration_max_mm", "foot_skate_mm", "falls", "frames_per_second", "latency_ms",

@@ -1,9 +1,11 @@
 """matplotlib, imported lazily with the file-only Agg backend (an optional extra: ``report``)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import PhysmocapError
 
-__all__ = ["pyplot"]
+__all__ = ["pyplot", "frame_still"]
 
 
 def pyplot():
@@ -16,3 +18,16 @@ def pyplot():
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
     return plt
+
+
+def frame_still(ax, pts: np.ndarray) -> None:
+    """A 3D still's axes around the points ``pts (N, 3)`` m: a cube that holds them all, the
+    floor (z = 0) in view, seen from the front left, without tick labels."""
+    c = pts.mean(axis=0)
+    r = 0.5 * max(np.ptp(pts, axis=0).max(), 0.5)
+    ax.set_xlim(c[0] - r, c[0] + r)
+    ax.set_ylim(c[1] - r, c[1] + r)
+    ax.set_zlim(max(c[2] - r, min(0.0, pts[:, 2].min())), max(c[2] - r, 0.0) + 2 * r)
+    ax.set_box_aspect((1, 1, 1))
+    ax.view_init(elev=12, azim=-60)
+    ax.set_xticklabels([]); ax.set_yticklabels([]); ax.set_zticklabels([])

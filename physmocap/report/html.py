@@ -6,7 +6,7 @@ import html
 import io
 import json
 
-__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE", "report_page"]
+__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE", "report_page", "report_value"]
 
 esc = html.escape
 
@@ -50,3 +50,12 @@ def report_page(title: str, rows, sections, report: dict) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{esc(title)}</title><style>{PAGE_STYLE}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
+
+
+def report_value(rep: dict):
+    """``value(key, fmt="{}")``: ``rep[key]`` formatted, or ``None`` where the report has no
+    such figure (its summary row is left out)."""
+    def value(key: str, fmt: str = "{}"):
+        v = rep.get(key)
+        return None if v is None else fmt.format(v)
+    return value

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
-from ._mpl import pyplot
-from .html import report_page
+from ._mpl import frame_still, pyplot
+from .html import report_page, report_value
 from .trace import ANGLE_JOINTS, SolveTrace
 
 __all__ = ["solve_report_html", "write_solve_report", "key_frames"]
@@ -200,14 +200,7 @@ def fig_keyframes(tr: SolveTrace, frames: list[int]):
         ax.scatter(*tr.solved[f, ~seen].T, s=10, color="#9ecae1", marker="x", depthshade=False)
         for m in np.flatnonzero(seen):
             ax.plot(*np.stack([tr.pos[f, m], tr.solved[f, m]]).T, color="#d62728", lw=0.8)
-        c = g.mean(axis=0)
-        r = 0.5 * max(np.ptp(g, axis=0).max(), 0.5)
-        ax.set_xlim(c[0] - r, c[0] + r)
-        ax.set_ylim(c[1] - r, c[1] + r)
-        ax.set_zlim(max(c[2] - r, min(0.0, g[:, 2].min())), max(c[2] - r, 0.0) + 2 * r)
-        ax.set_box_aspect((1, 1, 1))
-        ax.view_init(elev=12, azim=-60)
-        ax.set_xticklabels([]); ax.set_yticklabels([]); ax.set_zticklabels([])
+        frame_still(ax, g)
         rr = tr.residual[f, fit]
         ax.set_title(f"frame {f} ({f / tr.fps:.2f} s)\nmax residual "
                      f"{1000 * rr.max() if rr.size else 0:.1f} mm", fontsize=9)
@@ -218,9 +211,7 @@ def fig_keyframes(tr: SolveTrace, frames: list[int]):
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
-    def g(k, fmt="{}"):
-        v = rep.get(k)
-        return None if v is None else fmt.format(v)
+    g = report_value(rep)
     rows = [("source", g("source")), ("output", g("output")),
             ("frames", f"{rep.get('frames')} at {rep.get('fps', 0):g} Hz"),
             ("marker set", g("markerset")),

@@ -1,0 +1,98 @@
+"""The HTML playback report (``play --report-html``): self-contained, every figure present, the
+falls named and shown, the CLI paths and errors."""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from physmocap import quat
+from physmocap.cli import main
+from physmocap.motion import Motion
+from physmocap.playback import TrackingSettings, track
+from physmocap.scene import load_body
+
+PNG = b"\x89PNG\r\n\x1a\n"
+SECTIONS = ("Paths", "Tracking", "Root assist", "Feet", "Key frames")
+
+
+def _images(html: str) -> list[bytes]:
+    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def _standing(body, seconds: float) -> Motion:
+    F = int(seconds * 60)
+    return Motion(body.skeleton, 60.0, np.tile(body.skeleton.offsets[0], (F, 1)),
+                  quat.identity((F, len(body))))
+
+
+@pytest.fixture(scope="module")
+def limp():
+    """A fully physical body with no joint torque: it falls within 2 s."""
+    body = load_body()
+    res = track(_standing(body, 2.0), body, "physical",
+                TrackingSettings(joint_max_torque=0.0, joint_min_torque=0.0))
+    assert res.falls
+    return res
+
+
+def test_page_is_self_contained_and_names_the_fall(limp):
+    from physmocap.report.play_html import play_report_html
+
+    rep = dict(limp.report(), source="standing.bvh", output="sim.bvh")
+    html = play_report_html(limp, rep)
+    assert not re.search(r"(src|href)=\"(https?:|//)", html)       # nothing fetched
+    assert "<script" not in html and "<link" not in html
+    imgs = _images(html)
+    assert len(imgs) == len(SECTIONS) and all(i.startswith(PNG) and len(i) > 5000 for i in imgs)
+    for heading in SECTIONS + ("JSON report",):
+        assert f"<h2>{heading}</h2>" in html
+    f = limp.falls[0]
+    assert (f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s)"
+            in html)
+    assert "physmocap play report: standing.bvh" in html
+
+
+def test_key_frames_show_where_the_first_fall_began(limp):
+    from physmocap.report.play_html import key_frames
+
+    F = limp.motion.n_frames
+    frames = key_frames(limp)
+    began = int(round(limp.falls[0]["since_s"] * limp.motion.fps))
+    assert began in frames and 2 <= len(frames) <= 4
+    assert frames == sorted(frames) and all(0 <= f < F for f in frames)
+    even = key_frames(dataclasses.replace(limp, falls=[]))
+    assert len(even) == 4 and even == sorted(even) and even[0] > 0 and even[-1] < F - 1
+    assert np.all(np.diff(even) > F // 8)                             # spread over the take
+
+
+def test_play_writes_the_page_beside_its_reports(tmp_path, capsys):
+    from physmocap.io.deepmimic import pybullet_motion_path
+
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    page, rep = tmp_path / "play.html", tmp_path / "play.json"
+    code = main(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report", str(rep),
+                 "--report-html", str(page)])
+    out = capsys.readouterr().out
+    assert code == 0 and f"wrote {tmp_path / 'sim.bvh'}, {rep}, {page}" in out
+    assert json.loads(rep.read_text())["report_html"] == str(page)
+    html = page.read_text()
+    assert len(_images(html)) == len(SECTIONS) and "falls</td><td>none" in html
+    assert "N mean" in html and "assist" in html
+
+
+def test_missing_matplotlib_is_said_before_the_run(tmp_path, capsys, monkeypatch):
+    from physmocap.io.deepmimic import pybullet_motion_path
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)    # import fails as if not installed
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code = main(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report-html",
+                 str(tmp_path / "p.html")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "physmocap[report]" in err[0]
+    assert list(tmp_path.iterdir()) == []                   # nothing simulated, nothing written
