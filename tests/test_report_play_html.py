@@ -96,3 +96,18 @@ def test_missing_matplotlib_is_said_before_the_run(tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(err) == 1 and "physmocap[report]" in err[0]
     assert list(tmp_path.iterdir()) == []                   # nothing simulated, nothing written
+
+
+@pytest.mark.parametrize("frames", [2, 3])
+def test_a_take_of_a_few_frames_gets_its_page(frames):
+    """The shortest takes ``track`` accepts: every figure drawn (no contact, no fall, the key
+    frames the take has), not an error from an empty mean or a degenerate axis."""
+    from physmocap.report.play_html import key_frames, play_report_html
+
+    body = load_body()
+    res = track(_standing(body, frames / 60.0), body, "assist")
+    assert res.motion.n_frames == frames
+    frames_shown = key_frames(res)
+    assert frames_shown == sorted(set(frames_shown)) and set(frames_shown) <= set(range(frames))
+    html = play_report_html(res, res.report())
+    assert len(_images(html)) == len(SECTIONS)
