@@ -709,7 +709,11 @@ def cmd_avatar(args) -> int:
     from .matching.database import load_database
 
     settings = _play_settings(args)      # before the long run: --balance needs --mode physical
-    refuse_overwrite([args.inputs[0], args.tracking, args.truth], [args.output, args.report])
+    if args.report_html and not args.physics:
+        args.parser.error("--report-html draws the simulated avatar: add --physics")
+    refuse_overwrite([args.inputs[0], args.tracking, args.truth],
+                     [args.output, args.report, args.report_html])
+    _need_plots(args)
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
     db = load_database(args.inputs[0])
@@ -745,8 +749,17 @@ def cmd_avatar(args) -> int:
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
     if physics is not None:
         rep["physics"] = dict(physics.report(), balance=args.balance)
+    if args.report_html:
+        rep["report_html"] = str(args.report_html)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
+    if args.report_html:
+        # the simulated avatar's page; the avatar's own figures folded in beside its physics
+        from .report.play_html import write_play_report
+        write_play_report(physics, dict(rep["physics"], source=str(args.tracking),
+                                        database=str(args.inputs[0]), output=str(args.output),
+                                        avatar={k: v for k, v in rep.items() if k != "physics"}),
+                          args.report_html)
     if not args.quiet:
         lat = rep["latency_ms"]
         print(f"{args.tracking}: {motion.n_frames} frames at {motion.fps:g} fps, "
@@ -769,7 +782,7 @@ def cmd_avatar(args) -> int:
                 print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "
                       f"controllers when reachable, {100 * h['within_tolerance_fraction']:.0f} % "
                       f"of those frames within {1000 * h['tolerance_m']:.0f} mm")
-        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+        _print_wrote(args)
     return 0
 
 
@@ -953,6 +966,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
     sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
     sp.add_argument("--report", help="JSON report path")
+    sp.add_argument("--report-html", help="with --physics: play's HTML report of the simulated "
+                    "avatar, with its hands' distance from the controllers (needs the 'report' "
+                    "extra)")
     sp.add_argument("--head-weight", type=_non_negative_float, default=0.0,
                     help="weight of the character-frame head-velocity feature in the search "
                          "(default 0: the head's and hands' features in the head's frame do "

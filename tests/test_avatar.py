@@ -525,7 +525,7 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
     assert main(["avatar", "extract", str(clip), "-o", str(tmp_path / "t.csv"), "-q"]) == 0
     assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
                  "-o", str(tmp_path / "sim.bvh"), "--physics", "--report",
-                 str(tmp_path / "r.json")]) == 0
+                 str(tmp_path / "r.json"), "--report-html", str(tmp_path / "r.html")]) == 0
     assert "simulated (assist)" in capsys.readouterr().out
     rep = json.loads((tmp_path / "r.json").read_text())
     ph = rep["physics"]
@@ -547,6 +547,13 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
     sim = read_bvh(tmp_path / "sim.bvh")
     assert sim.skeleton.names[0] == "Hips" and "LeftUpperLeg" in sim.skeleton.names
     assert sim.n_frames == rep["frames"]
+    # its page: play's figures and the hands' distance from the controllers, the same share
+    # within 1 cm as the report, and the avatar's own figures folded in
+    page = (tmp_path / "r.html").read_text()
+    assert rep["report_html"] == str(tmp_path / "r.html")
+    assert page.count("data:image/png") == 6 and "<h2>Hands</h2>" in page
+    assert f"{100 * hands['within_tolerance_fraction']:.1f} % of hand-frames within 10 mm" in page
+    assert f"&quot;transitions&quot;: {rep['transitions']}" in page       # escaped JSON
 
 
 def test_cli_errors(tmp_path, small_db, capsys):
@@ -558,6 +565,11 @@ def test_cli_errors(tmp_path, small_db, capsys):
               "-o", str(tmp_path / "a.bvh"), "--physics", "--balance", "stepping"])
     assert exc.value.code == 2
     assert "--balance stepping needs --mode physical" in capsys.readouterr().err
+    # the page draws the simulated avatar: without --physics there is none (a usage error)
+    with pytest.raises(SystemExit) as exc:
+        main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
+              "-o", str(tmp_path / "a.bvh"), "--report-html", str(tmp_path / "a.html")])
+    assert exc.value.code == 2 and "add --physics" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + "\n" + _row(0.0) + "\n")
     assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(bad), "-o",

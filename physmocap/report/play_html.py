@@ -5,6 +5,7 @@ Figures (time in seconds on every horizontal axis but the first's):
   tracking   joint-position tracking error, and the head's height, body against reference
   assist     the root assist's force and torque (assist mode; none in physical mode)
   feet       foot contacts from the simulation, deepest ground penetration, foot skate
+  hands      each hand's distance from its controller (a three-point avatar's run only)
   keyframes  stills of the simulated body beside its reference pose (and where a fall began)
 
 A fully physical body that lags its reference walks metres behind it, so the stills draw the
@@ -152,6 +153,32 @@ def fig_feet(res: TrackResult):
     return fig
 
 
+def fig_hands(res: TrackResult, tolerance: float = 0.01):
+    """Each hand's distance from the point it reached for (``res.hand_targets``), solid where
+    the controller is within the arm's reach, faint where it is not; the ``tolerance`` m line."""
+    from ..playback.reach import hand_distances
+    plt = pyplot()
+    t = _time(res)
+    d, _, ok = hand_distances(res.motion.skeleton, res.motion.root_pos, res.motion.lrot,
+                              res.hand_targets)
+    fig, ax = plt.subplots(figsize=(12, 3.8))
+    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#d62728"))):
+        ax.plot(t, 100.0 * d[:, k], color=colour, lw=0.8, alpha=0.3)
+        ax.plot(t, np.where(ok[:, k], 100.0 * d[:, k], np.nan), color=colour, lw=1.2,
+                label=f"{side} hand")
+    ax.axhline(100.0 * tolerance, color="k", ls=":", lw=1, label=f"{100 * tolerance:g} cm")
+    within = float(np.mean(d[ok] <= tolerance)) if ok.any() else float("nan")
+    ax.set_title(f"hand to controller (cm); faint: out of the arm's reach. Reachable "
+                 f"hand-frames within {100 * tolerance:g} cm: {100 * within:.1f} %")
+    ax.set_ylabel("distance (cm)")
+    ax.set_xlabel("time (s)")
+    _mark_falls(ax, res)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
 def key_frames(res: TrackResult, n: int = 4) -> list[int]:
     """Up to ``n`` frames to show as stills: evenly spaced ones, and the frame where the first
     fall began in place of the last of them."""
@@ -207,6 +234,10 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                 f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s)"
                 for f in falls)),
             ("reference's feet in contact slide", g("reference_foot_skate_mm", "{:.1f} mm/frame")),
+            ("hands at reachable controllers", None if rep.get("hands") is None
+             or rep["hands"].get("within_tolerance_fraction") is None else
+             f"{100 * rep['hands']['within_tolerance_fraction']:.1f} % of hand-frames within "
+             f"{1000 * rep['hands']['tolerance_m']:.0f} mm"),
             ("speed", g("frames_per_second", "{:.0f} frames/s")
              + (f"; latency {lat['median']:.1f} ms median, {lat['p99']:.1f} ms p99"
                 if lat else ""))]
@@ -232,6 +263,9 @@ def play_report_html(res: TrackResult, report: dict, title: str | None = None) -
         ("Key frames", fig_keyframes(res, key_frames(res)), "Evenly spaced frames, and the "
          "frame where the first fall began."),
     ]
+    if res.hand_targets is not None:
+        sections.append(("Hands", fig_hands(res), "How far each simulated hand is from the "
+                         "controller it reaches for (the three-point avatar's hands)."))
     return report_page(title, _summary_rows(report), sections, report)
 
 
