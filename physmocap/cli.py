@@ -756,7 +756,7 @@ def cmd_avatar(args) -> int:
     if args.report_html:
         # the simulated avatar's page; the avatar's own figures folded in beside its physics
         from .report.play_html import write_play_report
-        write_play_report(physics, dict(rep["physics"], source=str(args.tracking),
+        write_play_report(physics, dict(rep["physics"], input=str(args.tracking),
                                         database=str(args.inputs[0]), output=str(args.output),
                                         avatar={k: v for k, v in rep.items() if k != "physics"}),
                           args.report_html)

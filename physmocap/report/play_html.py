@@ -5,8 +5,8 @@ Figures (time in seconds on every horizontal axis but the first's):
   tracking   joint-position tracking error, and the head's height, body against reference
   assist     the root assist's force and torque (assist mode; none in physical mode)
   feet       foot contacts from the simulation, deepest ground penetration, foot skate
-  hands      each hand's distance from its controller (a three-point avatar's run only)
   keyframes  stills of the simulated body beside its reference pose (and where a fall began)
+  hands      each hand's distance from its controller (a three-point avatar's run only)
 
 A fully physical body that lags its reference walks metres behind it, so the stills draw the
 reference's pose moved horizontally onto the body (its distance in the title): the poses are
@@ -162,7 +162,8 @@ def fig_hands(res: TrackResult, tolerance: float = 0.01):
     d, _, ok = hand_distances(res.motion.skeleton, res.motion.root_pos, res.motion.lrot,
                               res.hand_targets)
     fig, ax = plt.subplots(figsize=(12, 3.8))
-    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#d62728"))):
+    # (not red: red marks the falls)
+    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#ff7f0e"))):
         ax.plot(t, 100.0 * d[:, k], color=colour, lw=0.8, alpha=0.3)
         ax.plot(t, np.where(ok[:, k], 100.0 * d[:, k], np.nan), color=colour, lw=1.2,
                 label=f"{side} hand")
