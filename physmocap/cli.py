@@ -325,7 +325,7 @@ def cmd_demo(args) -> int:
 def cmd_report(args) -> int:
     """HTML solve reports rebuilt from what ``solve`` wrote (JSON report + the BVH and C3D)."""
     from .report.solve_html import write_solve_report
-    from .report.trace import trace_from_files
+    from .report.trace import solve_files, trace_from_files
 
     reports = [Path(r) for r in args.reports]
     if len(reports) > 1 and (args.output or args.bvh or args.c3d):
@@ -335,6 +335,8 @@ def cmd_report(args) -> int:
         out = Path(args.output) if args.output else r.with_suffix(".html")
         refuse_overwrite([r, args.bvh, args.c3d], [out])
         trace, rep = trace_from_files(r, bvh=args.bvh, c3d=args.c3d)
+        # nor the BVH and C3D the report names (read by now; the page must not replace them)
+        refuse_overwrite(solve_files(r, rep, args.bvh, args.c3d), [out])
         write_solve_report(trace, rep, out)
         if not args.quiet:
             print(f"wrote {out} ({trace.n_frames} frames, {len(trace.labels)} markers)")

@@ -46,6 +46,17 @@ def test_report_command_rebuilds_the_page(demo_solve, tmp_path, capsys):
     assert code == 1 and len(err) == 1 and "cannot read" in err[0]
 
 
+def test_report_page_never_replaces_the_files_it_reads(demo_solve, capsys):
+    """``report R.json -o X``: X naming the report, or the BVH or C3D the report names (found
+    through the report, not given) is refused in one line, the file untouched."""
+    for path in (demo_solve["json"], demo_solve["bvh"], demo_solve["c3d"]):
+        before = path.read_bytes()
+        code = main(["report", str(demo_solve["json"]), "-o", str(path)])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 1 and len(err) == 1 and "overwrite an input" in err[0], err
+        assert path.read_bytes() == before
+
+
 def test_key_frames_include_the_worst_frame(demo_solve):
     from physmocap.report.solve_html import key_frames
     from physmocap.report.trace import trace_from_files

@@ -19,7 +19,7 @@ from ..errors import FileFormatError, PhysmocapError
 from ..markers import MarkerSet
 from ..motion import Motion
 
-__all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "joint_angles", "limit_hits",
+__all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "solve_files", "joint_angles", "limit_hits",
            "fit_marker_offsets", "ANGLE_JOINTS"]
 
 #: Joints whose angles the report plots, per group (humanoid body names).
@@ -150,6 +150,28 @@ def trace_from_result(result, body=None) -> SolveTrace:
                       tuple(result.plant_labels), hit, joint_angles(result.motion, body))
 
 
+def solve_files(report_path, rep: dict, bvh=None, c3d=None) -> tuple[Path, Path]:
+    """The BVH and C3D a ``solve`` report ``rep`` (read from ``report_path``) names, or
+    ``bvh`` / ``c3d`` where given: relative paths in the report are tried as given, then beside
+    the report. ``PhysmocapError`` naming the report if one is missing."""
+    report_path = Path(report_path)
+
+    def locate(given, key, what):
+        if given is not None:
+            return Path(given)
+        p = Path(rep.get(key) or "")
+        if not str(p) or str(p).startswith("demo:"):
+            raise PhysmocapError(f"the report names no {what} file; pass it with --{what}",
+                                 report_path)
+        for c in (p, report_path.parent / p, report_path.parent / p.name):
+            if c.is_file():
+                return c
+        raise PhysmocapError(f"{what} file {p} named by the report not found; pass it with "
+                             f"--{what}", report_path)
+
+    return locate(bvh, "output", "bvh"), locate(c3d, "source", "c3d")
+
+
 def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 0.04,
                      ) -> tuple[SolveTrace, dict]:
     """Rebuild the trace from a ``solve`` JSON report and the BVH and C3D it names.
@@ -172,21 +194,7 @@ def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 
         raise FileFormatError("not a 'physmocap solve' report (no 'markers'/'output')",
                               report_path)
 
-    def locate(given, key, what):
-        if given is not None:
-            return Path(given)
-        p = Path(rep.get(key) or "")
-        if not str(p) or str(p).startswith("demo:"):
-            raise PhysmocapError(f"the report names no {what} file; pass it with --{what}",
-                                 report_path)
-        for c in (p, report_path.parent / p, report_path.parent / p.name):
-            if c.is_file():
-                return c
-        raise PhysmocapError(f"{what} file {p} named by the report not found; pass it with "
-                             f"--{what}", report_path)
-
-    bvh_path = locate(bvh, "output", "bvh")
-    c3d_path = locate(c3d, "source", "c3d")
+    bvh_path, c3d_path = solve_files(report_path, rep, bvh, c3d)
     motion = read_bvh(bvh_path, unit="cm")       # solve writes cm, Y up (its default)
     markers = read_c3d(c3d_path)
     labels = tuple(rep["markers"])
