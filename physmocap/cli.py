@@ -71,6 +71,19 @@ def refuse_overwrite(inputs, outputs) -> None:
             raise PhysmocapError("output would overwrite an input file; choose another name", out)
 
 
+def _scene_file(name, kind: str):
+    """The file a shipped scene name (or a path) of ``kind`` (``inputs``, ``environments``,
+    ``markersets``, ``bodies``) resolves to, for ``refuse_overwrite``: a shipped scene is an
+    input too. ``None`` where it does not resolve (that error comes where it is loaded)."""
+    from .scene import _resolve
+    if name is None:
+        return None
+    try:
+        return _resolve(name, kind, kind)
+    except PhysmocapError:
+        return None
+
+
 # --- summaries --------------------------------------------------------------------------------
 
 def summarize_motion(m) -> dict:
@@ -270,7 +283,8 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
-    refuse_overwrite([args.capture, args.static, args.scene],
+    refuse_overwrite([args.capture, args.static, _scene_file(args.scene, "environments"),
+                      _scene_file(args.body, "bodies"), _scene_file(args.markerset, "markersets")],
                      [args.output, args.report, args.c3d_out, args.report_html])
     if args.report_html:
         from .report._mpl import pyplot
@@ -478,7 +492,8 @@ def cmd_mm_run(args) -> int:
     from .matching.metrics import run_report
     from .progress import Progress
 
-    refuse_overwrite([args.database, args.input], [args.output, args.report])
+    refuse_overwrite([args.database, _scene_file(args.input, "inputs")],
+                     [args.output, args.report])
     db, ctrl, scene_path, duration = _scene_controller(
         args.database, args.input, args.duration,
         ControllerSettings(search_every=args.search_every))
@@ -521,7 +536,8 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
-    refuse_overwrite([args.motion, args.scene], [args.output, args.report, args.report_html])
+    refuse_overwrite([args.motion, _scene_file(args.scene, "environments")],
+                     [args.output, args.report, args.report_html])
     _need_plots(args)
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
@@ -648,7 +664,8 @@ def _play_live(args) -> int:
     if args.loop is not None:
         raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
                              "for its scene's duration (or --duration)", args.motion)
-    refuse_overwrite([args.motion, args.input, args.scene],
+    refuse_overwrite([args.motion, _scene_file(args.input, "inputs"),
+                      _scene_file(args.scene, "environments")],
                      [args.output, args.report, args.report_html])
     _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)

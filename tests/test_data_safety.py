@@ -173,3 +173,34 @@ def test_sigterm_during_a_real_solve_leaves_nothing(data_dir, tmp_path):
     assert p.returncode == 143 and "terminated" in err
     assert sorted(os.listdir(tmp_path)) == []
     assert snapshot(data_dir) == before
+
+
+def test_an_output_never_replaces_a_shipped_scene(tmp_path, monkeypatch, capsys):
+    """A shipped scene named by its name (``--input straight_walk``, ``--scene bar``,
+    ``--body humanoid``, ``--markerset cmu41``) is an input too: an output path that is that
+    scene's file is refused in one line. In process, with the shipped scenes moved to a copy
+    (so that a regression writes over the copy, not over the package)."""
+    import shutil
+
+    from physmocap import scene
+    from physmocap.cli import main
+
+    copy = tmp_path / "scenes"
+    shutil.copytree(ROOT / "scenes", copy)
+    monkeypatch.setattr(scene, "scene_dirs", lambda: [copy])
+    db, cap = tmp_path / "db.npz", tmp_path / "capture.c3d"
+    for p in (db, cap):
+        p.write_bytes(b"an input")
+    before = snapshot(copy)
+    for args in (("mm", "run", db, "--input", "straight_walk", "-o",
+                  copy / "inputs/straight_walk.toml"),
+                 ("play", db, "--input", "figure_eight", "-o", tmp_path / "o.bvh", "--report",
+                  copy / "inputs/figure_eight.toml"),
+                 ("play", db, "--input", "straight_walk", "-o", copy / "environments/bar.toml",
+                  "--scene", "bar"),
+                 ("solve", cap, "-o", copy / "bodies/humanoid.toml"),
+                 ("solve", cap, "-o", copy / "markersets/cmu41.toml", "--markerset", "cmu41")):
+        code = main([str(a) for a in args])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 1 and len(err) == 1 and "overwrite" in err[0], (args, err)
+    assert snapshot(copy) == before
