@@ -71,17 +71,25 @@ def refuse_overwrite(inputs, outputs) -> None:
             raise PhysmocapError("output would overwrite an input file; choose another name", out)
 
 
-def _scene_file(name, kind: str):
-    """The file a shipped scene name (or a path) of ``kind`` (``inputs``, ``environments``,
-    ``markersets``, ``bodies``) resolves to, for ``refuse_overwrite``: a shipped scene is an
-    input too. ``None`` where it does not resolve (that error comes where it is loaded)."""
-    from .scene import _resolve
+def _scene_files(name, kind: str) -> list:
+    """The files a shipped scene name (or a path) of ``kind`` (``inputs``, ``environments``,
+    ``markersets``, ``bodies``) reads, for ``refuse_overwrite``: a shipped scene is an input
+    too, and so is the recording a head input scene names (``[input] file``). Empty where the
+    name does not resolve (that error comes where the scene is loaded)."""
+    from .scene import _read, _resolve
     if name is None:
-        return None
+        return []
     try:
-        return _resolve(name, kind, kind)
+        path = _resolve(name, kind, kind)
     except PhysmocapError:
-        return None
+        return []
+    try:                                  # (a scene that cannot be read names no recording)
+        data = _read(path) if kind == "inputs" else {}
+    except PhysmocapError:
+        data = {}
+    inp = data.get("input") if isinstance(data, dict) else None
+    rec = inp.get("file") if isinstance(inp, dict) else None
+    return [path] + ([path.parent / rec] if isinstance(rec, str) else [])
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -283,8 +291,9 @@ def _print_solve(rep: dict) -> None:
 
 
 def cmd_solve(args) -> int:
-    refuse_overwrite([args.capture, args.static, _scene_file(args.scene, "environments"),
-                      _scene_file(args.body, "bodies"), _scene_file(args.markerset, "markersets")],
+    refuse_overwrite([args.capture, args.static, *_scene_files(args.scene, "environments"),
+                      *_scene_files(args.body, "bodies"),
+                      *_scene_files(args.markerset, "markersets")],
                      [args.output, args.report, args.c3d_out, args.report_html])
     if args.report_html:
         from .report._mpl import pyplot
@@ -492,7 +501,7 @@ def cmd_mm_run(args) -> int:
     from .matching.metrics import run_report
     from .progress import Progress
 
-    refuse_overwrite([args.database, _scene_file(args.input, "inputs")],
+    refuse_overwrite([args.database, *_scene_files(args.input, "inputs")],
                      [args.output, args.report])
     db, ctrl, scene_path, duration = _scene_controller(
         args.database, args.input, args.duration,
@@ -536,7 +545,7 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
-    refuse_overwrite([args.motion, _scene_file(args.scene, "environments")],
+    refuse_overwrite([args.motion, *_scene_files(args.scene, "environments")],
                      [args.output, args.report, args.report_html])
     _need_plots(args)
     motion = load_any(Path(args.motion), unit=args.unit)
@@ -664,8 +673,8 @@ def _play_live(args) -> int:
     if args.loop is not None:
         raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
                              "for its scene's duration (or --duration)", args.motion)
-    refuse_overwrite([args.motion, _scene_file(args.input, "inputs"),
-                      _scene_file(args.scene, "environments")],
+    refuse_overwrite([args.motion, *_scene_files(args.input, "inputs"),
+                      *_scene_files(args.scene, "environments")],
                      [args.output, args.report, args.report_html])
     _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)

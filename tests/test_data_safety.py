@@ -177,8 +177,8 @@ def test_sigterm_during_a_real_solve_leaves_nothing(data_dir, tmp_path):
 
 def test_an_output_never_replaces_a_shipped_scene(tmp_path, monkeypatch, capsys):
     """A shipped scene named by its name (``--input straight_walk``, ``--scene bar``,
-    ``--body humanoid``, ``--markerset cmu41``) is an input too: an output path that is that
-    scene's file is refused in one line. In process, with the shipped scenes moved to a copy
+    ``--body humanoid``, ``--markerset cmu41``) is an input too, and so is the recording a head
+    input scene reads: an output path that is one of those files is refused in one line. In process, with the shipped scenes moved to a copy
     (so that a regression writes over the copy, not over the package)."""
     import shutil
 
@@ -198,6 +198,7 @@ def test_an_output_never_replaces_a_shipped_scene(tmp_path, monkeypatch, capsys)
                   copy / "inputs/figure_eight.toml"),
                  ("play", db, "--input", "straight_walk", "-o", copy / "environments/bar.toml",
                   "--scene", "bar"),
+                 ("play", db, "--input", "head_circle", "-o", copy / "inputs/head_circle.csv"),
                  ("solve", cap, "-o", copy / "bodies/humanoid.toml"),
                  ("solve", cap, "-o", copy / "markersets/cmu41.toml", "--markerset", "cmu41")):
         code = main([str(a) for a in args])
