@@ -178,8 +178,9 @@ def test_sigterm_during_a_real_solve_leaves_nothing(data_dir, tmp_path):
 def test_an_output_never_replaces_a_shipped_scene(tmp_path, monkeypatch, capsys):
     """A shipped scene named by its name (``--input straight_walk``, ``--scene bar``,
     ``--body humanoid``, ``--markerset cmu41``) is an input too, and so is the recording a head
-    input scene reads: an output path that is one of those files is refused in one line. In process, with the shipped scenes moved to a copy
-    (so that a regression writes over the copy, not over the package)."""
+    input scene reads: an output path that is one of those files is refused in one line. In
+    process, with the shipped scenes moved to a copy (so that a regression writes over the
+    copy, not over the package)."""
     import shutil
 
     from physmocap import scene

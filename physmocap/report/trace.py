@@ -19,8 +19,8 @@ from ..errors import FileFormatError, PhysmocapError
 from ..markers import MarkerSet
 from ..motion import Motion
 
-__all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "solve_files", "joint_angles", "limit_hits",
-           "fit_marker_offsets", "ANGLE_JOINTS"]
+__all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "solve_files", "joint_angles",
+           "limit_hits", "fit_marker_offsets", "ANGLE_JOINTS"]
 
 #: Joints whose angles the report plots, per group (humanoid body names).
 ANGLE_JOINTS = {
