@@ -295,9 +295,7 @@ def cmd_solve(args) -> int:
                       *_scene_files(args.body, "bodies"),
                       *_scene_files(args.markerset, "markersets")],
                      [args.output, args.report, args.c3d_out, args.report_html])
-    if args.report_html:
-        from .report._mpl import pyplot
-        pyplot()            # say that matplotlib is missing before a long solve, not after it
+    _need_plots(args)
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
     rep = solve_and_write(markers, Path(args.output), args.markerset, args.body, static,
@@ -579,7 +577,8 @@ def cmd_play(args) -> int:
 
 
 def _need_plots(args) -> None:
-    """``--report-html`` needs matplotlib: said before a long run, not after it."""
+    """``--report-html`` needs matplotlib: said before a long run (a solve, a playback), not
+    after it."""
     if args.report_html:
         from .report._mpl import pyplot
         pyplot()

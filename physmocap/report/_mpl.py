@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import PhysmocapError
 
-__all__ = ["pyplot", "frame_still"]
+__all__ = ["pyplot", "frame_still", "plot_bones"]
 
 
 def pyplot():
@@ -31,3 +31,11 @@ def frame_still(ax, pts: np.ndarray) -> None:
     ax.set_box_aspect((1, 1, 1))
     ax.view_init(elev=12, azim=-60)
     ax.set_xticklabels([]); ax.set_yticklabels([]); ax.set_zticklabels([])
+
+
+def plot_bones(ax, parents, pts: np.ndarray, **style) -> None:
+    """A skeleton's bones on 3D axes: a line from each joint's parent to it, ``pts (J, 3)``
+    m the joints' world positions, ``style`` matplotlib's line keywords."""
+    for j, p in enumerate(parents):
+        if p >= 0:
+            ax.plot(*pts[[p, j]].T, **style)

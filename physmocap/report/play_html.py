@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..io.atomic import atomic_write_text
-from ._mpl import frame_still, pyplot
+from ._mpl import frame_still, plot_bones, pyplot
 from .html import report_page, report_value
 
 if TYPE_CHECKING:                       # the figures need only its arrays
@@ -40,13 +40,16 @@ def _fall_frames(res: TrackResult) -> list[int]:
     return [min(max(int(round(f["since_s"] * res.motion.fps)), 0), F - 1) for f in res.falls]
 
 
-def _mark_falls(ax, res: TrackResult) -> None:
-    """Each fall on a time axis: a dashed line where it began, a solid one where it was
-    detected (the rule's ``fall_seconds`` later, or at once for a body flung away)."""
-    for k, f in enumerate(res.falls):
-        ax.axvline(f["since_s"], color=_FALL, ls="--", lw=1,
-                   label="fall began / detected" if k == 0 else None)
-        ax.axvline(f["time_s"], color=_FALL, lw=1)
+def _time_axes(res: TrackResult, *axes) -> None:
+    """Each time axis gridded, with each fall on it: a dashed line where it began, a solid one
+    where it was detected (the rule's ``fall_seconds`` later, or at once for a body flung
+    away)."""
+    for ax in axes:
+        for k, f in enumerate(res.falls):
+            ax.axvline(f["since_s"], color=_FALL, ls="--", lw=1,
+                       label="fall began / detected" if k == 0 else None)
+            ax.axvline(f["time_s"], color=_FALL, lw=1)
+        ax.grid(alpha=0.3)
 
 
 def _head(res: TrackResult) -> int:
@@ -92,9 +95,7 @@ def fig_tracking(res: TrackResult):
     a2.plot(t, res.motion.gpos[:, h, 2], color=_BODY, lw=1, label="simulated body")
     a2.set_ylabel(f"{res.motion.skeleton.names[h]} height (m)")
     a2.set_xlabel("time (s)")
-    for a in (a1, a2):
-        _mark_falls(a, res)
-        a.grid(alpha=0.3)
+    _time_axes(res, a1, a2)
     a2.legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     return fig
@@ -116,9 +117,7 @@ def fig_assist(res: TrackResult):
                      f"{res.assist_force_n.max():.0f} N; torque mean "
                      f"{res.assist_torque_nm.mean():.0f} N·m, max "
                      f"{res.assist_torque_nm.max():.0f}")
-    for a in (a1, a2):
-        _mark_falls(a, res)
-        a.grid(alpha=0.3)
+    _time_axes(res, a1, a2)
     fig.tight_layout()
     return fig
 
@@ -146,9 +145,7 @@ def fig_feet(res: TrackResult):
     a3.set_title(f"foot skate while in contact: mean {skate[both].mean() if both.any() else 0:.2f}"
                  f" mm/frame")
     a3.set_xlabel("time (s)")
-    for a in (a2, a3):
-        _mark_falls(a, res)
-        a.grid(alpha=0.3)
+    _time_axes(res, a2, a3)
     fig.tight_layout()
     return fig
 
@@ -173,9 +170,8 @@ def fig_hands(res: TrackResult, tolerance: float = 0.01):
                  f"hand-frames within {100 * tolerance:g} cm: {100 * within:.1f} %")
     ax.set_ylabel("distance (cm)")
     ax.set_xlabel("time (s)")
-    _mark_falls(ax, res)
+    _time_axes(res, ax)
     ax.legend(loc="upper right", fontsize=8)
-    ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
 
@@ -201,10 +197,8 @@ def fig_keyframes(res: TrackResult, frames: list[int]):
         shift = np.zeros(3)
         shift[:2] = g[0, :2] - ref[f, 0, :2]           # the reference's pose onto the body
         r = ref[f] + shift
-        for j, p in enumerate(sk.parents):
-            if p >= 0:
-                ax.plot(*r[[p, j]].T, color=_REF, lw=2, ls="--")
-                ax.plot(*g[[p, j]].T, color=_BODY, lw=2)
+        plot_bones(ax, sk.parents, r, color=_REF, lw=2, ls="--")
+        plot_bones(ax, sk.parents, g, color=_BODY, lw=2)
         frame_still(ax, np.concatenate([g, r]))
         ax.set_title(f"{'fall began, ' if f in fall else ''}{f / res.motion.fps:.2f} s\n"
                      f"error {100 * res.tracking_error_m[f]:.1f} cm; reference "

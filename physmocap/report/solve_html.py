@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
-from ._mpl import frame_still, pyplot
+from ._mpl import frame_still, plot_bones, pyplot
 from .html import report_page, report_value
 from .trace import ANGLE_JOINTS, SolveTrace
 
@@ -189,9 +189,7 @@ def fig_keyframes(tr: SolveTrace, frames: list[int]):
     for i, f in enumerate(frames):
         ax = fig.add_subplot(1, len(frames), i + 1, projection="3d")
         g = gpos[f]
-        for j, p in enumerate(sk.parents):
-            if p >= 0:
-                ax.plot(*g[[p, j]].T, color="#333", lw=2)
+        plot_bones(ax, sk.parents, g, color="#333", lw=2)
         seen = ~np.isnan(tr.pos[f]).any(-1)
         out = tr.outliers[f] & seen
         fit = seen & ~out
