@@ -344,6 +344,12 @@ def test_play_says_when_the_body_fell(tmp_path, capsys):
     assert up < 0.2 < rep["tracking_error_m"]
     assert f"({up:.3f} m until the first fall)" in out
     assert f"the first from {falls[0]['since_s']:.2f} s, {falls[0]['reason']}" in out
+    # how far it got, beside its reference, until then
+    w = rep["walked_m"]
+    assert w["until_s"] == pytest.approx(falls[0]["since_s"], abs=1e-3)
+    assert w["body"] < w["reference"]
+    assert (f"walked {w['body']:.1f} m, its reference {w['reference']:.1f} m until the first "
+            f"fall began at {w['until_s']:.2f} s") in out
     assert _falls_text([]) == "none"
     two = [{"since_s": 1.5, "reason": "head low"}, {"since_s": 9.0, "reason": "unstable"}]
     assert _falls_text(two) == "2 (the first from 1.50 s, head low)"
@@ -358,6 +364,8 @@ def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
     code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
                           str(tmp_path / "p.json"), "--loop", "4"], capsys)
     assert code == 0 and "looped: frames" in out
+    # the assist carries the body along its reference's path: no walked line
+    assert "walked" not in out
     rep = json.loads((tmp_path / "p.json").read_text())
     loop = rep["loop"]
     assert 0.8 <= loop["cycle_s"] <= 2.0 and loop["seconds"] >= 4.0

@@ -185,6 +185,44 @@ def test_track_result_shapes_and_report(body):
     assert r.report()["tracking_error_upright_m"] is None
 
 
+def test_path_walked_counts_walking_not_sway():
+    from physmocap.playback.track import path_walked_m
+    fps, t = 60.0, np.arange(601) / 60.0                       # 10 s
+    ahead = np.stack([1.2 * t, np.zeros_like(t)], axis=1)     # 1.2 m/s along x: 12 m
+    # the pelvis sways 4 cm to either side once a stride (about a second)
+    sway = np.stack([np.zeros_like(t), 0.04 * np.sin(2 * np.pi * t + 0.7)], axis=1)
+    assert path_walked_m(ahead, fps) == pytest.approx(12.0)
+    assert path_walked_m(ahead + sway, fps) == pytest.approx(12.0, abs=1e-9)
+    # stepping in place, every frame counted, would be a walk of 1.6 m; sampled, none
+    assert np.linalg.norm(np.diff(sway, axis=0), axis=1).sum() > 1.5
+    assert path_walked_m(sway, fps) < 1e-9
+    # a path that turns back is walked, not just displaced; the last frame counts too
+    back = np.concatenate([ahead[:301], ahead[300::-1][1:]])
+    assert path_walked_m(back, fps) == pytest.approx(12.0)
+    assert path_walked_m(ahead[:91], fps) == pytest.approx(1.2 * 1.5)
+    assert path_walked_m(ahead[:1], fps) == 0.0
+    with pytest.raises(ShapeError, match=r"\(F, 2\)"):
+        path_walked_m(np.zeros((5, 3)), fps)
+    for bad in (0.0, float("nan")):
+        with pytest.raises(SettingsError, match="fps"):
+            path_walked_m(ahead, bad)
+
+
+def test_walked_in_the_report_stops_at_the_first_fall(body):
+    ref = standing(body, 1.0)
+    ref = Motion(ref.skeleton, ref.fps, ref.root_pos + np.outer(np.arange(ref.n_frames) / 60.0,
+                                                                 [0.6, 0.0, 0.0]), ref.lrot)
+    r = track(ref, body, "assist")
+    w = r.report()["walked_m"]
+    assert w["reference"] == pytest.approx(0.6 * (ref.n_frames - 1) / 60.0)
+    assert w["until_s"] == pytest.approx((ref.n_frames - 1) / 60.0, abs=1e-3)  # to the ms
+    assert abs(w["body"] - w["reference"]) < 0.05               # the assist carries it along
+    r.falls.append({"frame": 40, "time_s": 0.6, "since_s": 0.5, "reason": "head low"})
+    w = r.report()["walked_m"]
+    assert w["until_s"] == 0.5
+    assert w["reference"] == pytest.approx(0.6 * 0.5)
+
+
 def test_joint_lead_per_mode(body):
     # assist mode's motors lead the reference by 8 ms along its joint velocities; physical
     # mode keeps 0 (its balance controller was tuned without); an explicit value wins in both

@@ -56,6 +56,9 @@ def test_page_is_self_contained_and_names_the_fall(limp):
     assert (f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s)"
             in html)
     assert "physmocap play report: standing.bvh" in html
+    w = rep["walked_m"]
+    assert (f"body {w['body']:.1f} m, reference {w['reference']:.1f} m (until the first fall "
+            f"began, {w['until_s']:.2f} s)") in html
 
 
 def test_key_frames_show_where_the_first_fall_began(limp):

@@ -41,7 +41,7 @@ from .reach import ArmReach, reach_report
 from .reference import ground_motion, level_feet, lift_swing, loop_motion
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "track_any", "MODES",
-           "BALANCES", "balance_settings"]
+           "BALANCES", "balance_settings", "path_walked_m"]
 
 MODES = ("assist", "physical")
 # TrackingSettings fields that are None unless set, and their defaults per mode (MODES order)
@@ -811,6 +811,7 @@ class TrackResult:
             "tracking_error_m": float(np.mean(self.tracking_error_m)),
             "tracking_error_max_m": float(np.max(self.tracking_error_m)),
             "tracking_error_upright_m": self._upright_error(),
+            "walked_m": self.walked(),
             "root_assist_force_mean_n": float(np.mean(self.assist_force_n)),
             "root_assist_force_max_n": float(np.max(self.assist_force_n)),
             "root_assist_torque_mean_nm": float(np.mean(self.assist_torque_nm)),
@@ -835,6 +836,18 @@ class TrackResult:
         k = int(round(self.falls[0]["since_s"] * self.motion.fps))
         return float(np.mean(self.tracking_error_m[:k])) if k > 0 else None
 
+    def walked(self) -> dict:
+        """How far the simulated root and its reference's went over the ground (m,
+        ``path_walked_m``) until the first fall began (``until_s``; the whole run without a
+        fall): a fully physical body that keeps its feet can still lag metres behind a
+        reference that walks on."""
+        F, fps = self.motion.n_frames, self.motion.fps
+        k = F - 1 if not self.falls else int(round(self.falls[0]["since_s"] * fps))
+        k = min(max(k, 0), F - 1)                      # the last frame counted
+        return {"body": path_walked_m(self.motion.root_pos[:k + 1, :2], fps),
+                "reference": path_walked_m(self.reference.root_pos[:k + 1, :2], fps),
+                "until_s": round(k / fps, 3)}
+
     def _hold_report(self) -> list[dict]:
         out = []
         for k, h in enumerate(self.holds):
@@ -845,6 +858,21 @@ class TrackResult:
                         "palm_error_mm_mean": float(1e3 * e[on].mean()) if on.any() else None,
                         "palm_error_mm_max": float(1e3 * e[on].max()) if on.any() else None})
         return out
+
+
+def path_walked_m(xy, fps: float, every_s: float = 1.0) -> float:
+    """m, how far a root went over the ground: the length of its path ``xy (F, 2)`` m sampled
+    once every ``every_s`` s (and at its last frame), so that the sway of each step, a few cm
+    to either side, does not count as walking (a body stepping in place walks about 0)."""
+    xy = np.asarray(xy, float)
+    if xy.ndim != 2 or xy.shape[1] != 2:
+        raise ShapeError(f"path_walked_m: xy must be (F, 2) m, got {xy.shape}")
+    require_numbers("path_walked_m", ("fps", "every_s"), fps=fps, every_s=every_s)
+    if len(xy) < 2:
+        return 0.0
+    n = max(1, int(round(every_s * fps)))
+    idx = np.unique(np.r_[np.arange(0, len(xy), n), len(xy) - 1])
+    return float(np.linalg.norm(np.diff(xy[idx], axis=0), axis=1).sum())
 
 
 def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:

@@ -74,7 +74,10 @@ def fig_paths(res: TrackResult):
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
-    ax.set_title("root from above (a dot each second; o = start)")
+    w = res.walked()
+    until = " until the first fall" if res.falls else ""
+    ax.set_title(f"root from above (a dot each second; o = start): body {w['body']:.1f} m, "
+                 f"reference {w['reference']:.1f} m{until}", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -209,6 +212,14 @@ def fig_keyframes(res: TrackResult, frames: list[int]):
     return fig
 
 
+def _walked_text(rep: dict) -> str | None:
+    w = rep.get("walked_m")
+    if not w:
+        return None
+    return (f"body {w['body']:.1f} m, reference {w['reference']:.1f} m"
+            + (f" (until the first fall began, {w['until_s']:.2f} s)" if rep.get("falls") else ""))
+
+
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
     g = report_value(rep)
     falls = rep.get("falls") or []
@@ -225,6 +236,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                                    f"{rep.get('root_assist_torque_max_nm', 0):.0f} N·m max"),
             ("penetration", g("penetration_max_mm", "{:.1f} mm max")),
             ("foot skate in contact", g("foot_skate_mm", "{:.2f} mm/frame")),
+            ("walked (the root's path, a point a second)", _walked_text(rep)),
             ("falls", "none" if not falls else "; ".join(
                 f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s)"
                 for f in falls)),
