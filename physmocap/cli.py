@@ -644,11 +644,15 @@ def _print_walked(rep: dict) -> None:
 
 def _falls_text(falls: list) -> str:
     """``falls`` of a playback report in words: ``"none"`` or the count and the first fall's
-    start and reason (a user looking at a fallen body wants when it went down, not only that)."""
+    start and reason (a user looking at a fallen body wants when it went down, not only that),
+    and how many times the body was put back on its feet (``--recover``)."""
     if not falls:
         return "none"
     first = falls[0]
-    return f"{len(falls)} (the first from {first['since_s']:.2f} s, {first['reason']})"
+    back = sum("recovered_s" in f for f in falls)
+    return (f"{len(falls)} (the first from {first['since_s']:.2f} s, {first['reason']}"
+            + (f"; put back on its feet {back} time{'s' if back > 1 else ''}" if back else "")
+            + ")")
 
 
 def _print_holds(rep: dict) -> None:
@@ -660,13 +664,21 @@ def _print_holds(rep: dict) -> None:
         print(f"  hold {h['hand']} {h['start_s']:g}-{h['stop_s']:g} s: {h['frames']} frames, {err}")
 
 
+_RECOVER_HELP = ("a body that fell is put back on its feet, at rest in its reference's pose, "
+                 "SECONDS after the fall was detected (placed, not simulated; every fall is "
+                 "still counted, and the report says when each was put back)")
+
+
 def _play_settings(args):
     """``TrackingSettings`` of ``play``: ``--balance stepping`` gives a fully physical body the
-    stepping balance controller (``playback.balance.STEPPING``)."""
+    stepping balance controller (``playback.balance.STEPPING``); ``--recover`` puts a fallen
+    body back on its feet."""
+    from dataclasses import replace
+
     from .playback.track import balance_settings
     if args.balance == "stepping" and args.mode != "physical":
         args.parser.error("--balance stepping needs --mode physical")
-    return balance_settings(args.balance)
+    return replace(balance_settings(args.balance), recover_s=args.recover)
 
 
 def _play_live(args) -> int:
@@ -750,6 +762,8 @@ def cmd_avatar(args) -> int:
     settings = _play_settings(args)      # before the long run: --balance needs --mode physical
     if args.report_html and not args.physics:
         args.parser.error("--report-html draws the simulated avatar: add --physics")
+    if args.recover is not None and not args.physics:
+        args.parser.error("--recover puts the simulated avatar back on its feet: add --physics")
     refuse_overwrite([args.inputs[0], args.tracking, args.truth],
                      [args.output, args.report, args.report_html])
     _need_plots(args)
@@ -970,6 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--loop", type=float, metavar="SECONDS",
                     help="a walk played longer than captured: its most closed gait cycle "
                     "(0.8-2 s), its seam spread over it, repeated until it lasts SECONDS")
+    sp.add_argument("--recover", type=_non_negative_float, metavar="SECONDS", help=_RECOVER_HELP)
     sp.set_defaults(parser=sp)
     sp.add_argument("--unit", help="BVH length unit (default: inferred)")
 
@@ -1021,6 +1036,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --physics: root assist or fully physical (see play)")
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --physics --mode physical: balance feedback (see play)")
+    sp.add_argument("--recover", type=_non_negative_float, metavar="SECONDS",
+                    help="with --physics: " + _RECOVER_HELP)
     sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
                 "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
     sp.set_defaults(parser=sp)

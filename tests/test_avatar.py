@@ -570,6 +570,11 @@ def test_cli_errors(tmp_path, small_db, capsys):
         main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
               "-o", str(tmp_path / "a.bvh"), "--report-html", str(tmp_path / "a.html")])
     assert exc.value.code == 2 and "add --physics" in capsys.readouterr().err
+    # nor is there a simulated body to put back on its feet
+    with pytest.raises(SystemExit) as exc:
+        main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
+              "-o", str(tmp_path / "a.bvh"), "--recover", "1"])
+    assert exc.value.code == 2 and "--recover" in capsys.readouterr().err
     bad = tmp_path / "bad.csv"
     bad.write_text(HEADER + "\n" + _row(0.0) + "\n")
     assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(bad), "-o",

@@ -355,6 +355,28 @@ def test_play_says_when_the_body_fell(tmp_path, capsys):
     assert _falls_text(two) == "2 (the first from 1.50 s, head low)"
 
 
+def test_play_recover_puts_the_body_back_on_its_feet(tmp_path, capsys):
+    """``--recover SECONDS``: the demo walk without balance falls within 2 s; put back on its
+    feet 0.5 s after each fall is detected, it falls again, every fall counted and said; a
+    negative delay is a usage error."""
+    from physmocap.io.deepmimic import pybullet_motion_path
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
+                          str(tmp_path / "p.json"), "--mode", "physical", "--loop", "6",
+                          "--recover", "0.5"], capsys)
+    assert code == 0
+    falls = json.loads((tmp_path / "p.json").read_text())["falls"]
+    back = [f for f in falls if "recovered_s" in f]
+    assert len(falls) >= 2 and len(back) >= len(falls) - 1
+    for f in back:
+        assert f["recovered_s"] == pytest.approx(f["time_s"] + 0.5, abs=0.04)
+    times = "times" if len(back) > 1 else "time"
+    assert f"put back on its feet {len(back)} {times})" in out
+    with pytest.raises(SystemExit) as e:
+        run(["play", clip, "-o", str(tmp_path / "x.bvh"), "--recover", "-1"], capsys)
+    assert e.value.code == 2
+
+
 def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
     """``--loop SECONDS``: the clip's most closed gait cycle repeated until it lasts that long
     (here the demo walk's 1.26 s, itself one cycle, to 4 s), said in the report; a clip too short

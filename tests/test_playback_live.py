@@ -168,6 +168,27 @@ def test_physical_mode_reports_falls_as_events(walk_db, project_root):
         assert {"frame", "time_s", "since_s", "reason"} <= set(f)
 
 
+def test_a_fallen_live_body_is_put_back_at_its_reference(walk_db, project_root):
+    """``TrackingSettings.recover_s`` in the live loop: a limp body on the straight walk falls,
+    and 0.5 s after the fall is detected stands again where the live reference is, in its pose
+    (the reference walks on meanwhile)."""
+    from physmocap.playback import TrackingSettings
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    limp = TrackingSettings(joint_max_torque=0.0, joint_min_torque=0.0, recover_s=0.5)
+    res = run_live(Controller(db, feats, src), 4.0, mode="physical", settings=limp).result
+    back = [f for f in res.falls if "recovered_s" in f]
+    assert back
+    head = res.motion.gpos[:, res.motion.skeleton.names.index("Head"), 2]
+    for f in back:
+        k = int(round(f["recovered_s"] * 60))
+        i = k + int(np.argmax(head[k:k + 3] > 1.4))              # the first frame up again
+        assert head[i - 1] < 0.6 < 1.4 < head[i] and i <= k + 1
+        # where the reference is, in its pose; lying far from it the frame before
+        assert np.linalg.norm(res.motion.root_pos[i] - res.reference.root_pos[i]) < 0.05
+        assert res.tracking_error_m[i] < 0.05 < 0.5 < res.tracking_error_m[i - 1]
+
+
 def test_report_says_how_far_the_reference_slides_its_planted_feet(walk_db):
     """``reference_foot_skate_mm``: the reference's toes' travel while its matched frames
     label them in contact. Asked for 0.5 m/s, which no clip walks (the walks move at about 1.1

@@ -127,6 +127,8 @@ def test_stance_rise_per_mode():
     (dict(stance_rise="fast"), "stance_rise"),
     (dict(ground_still=-0.1), "ground_still must be a finite number >= 0"),
     (dict(reach_kp=0.0), "reach_kp must be a finite number > 0"),
+    (dict(recover_s=-1.0), "recover_s must be None or a finite number >= 0"),
+    (dict(recover_s=float("nan")), "recover_s"),
 ])
 def test_tracking_settings_refuse_bad_values(kw, match):
     with pytest.raises(SettingsError, match=match):
@@ -292,6 +294,32 @@ def test_zero_gains_fall_detected_in_physical_mode(body):
     f = r.falls[0]
     assert 0.5 < f["time_s"] < 2.0 and f["reason"] in ("head low", "root low")
     assert r.motion.gpos[-1, body.index("Head"), 2] < 0.6
+
+
+def test_a_fallen_body_is_put_back_on_its_feet(body):
+    """``recover_s``: a limp body falls, lies ``recover_s`` after the fall is detected, then
+    stands in its reference's pose at rest and falls again; every fall is counted, each put
+    back one recording when; the frames and the clock go on."""
+    limp = dict(joint_max_torque=0.0, joint_min_torque=0.0)
+    ref = standing(body, 6.0)
+    once = track(ref, body, "physical", TrackingSettings(**limp))
+    r = track(ref, body, "physical", TrackingSettings(**limp, recover_s=1.0))
+    assert len(once.falls) == 1 and "recovered_s" not in once.falls[0]
+    assert len(r.falls) >= 2 and r.motion.n_frames == ref.n_frames
+    assert r.falls[0] == dict(once.falls[0], recovered_s=r.falls[0]["recovered_s"])
+    head = r.motion.gpos[:, body.index("Head"), 2]
+    for f, g in zip(r.falls, r.falls[1:]):
+        assert f["recovered_s"] == pytest.approx(f["time_s"] + 1.0, abs=1.5 / ref.fps)
+        assert f["recovered_s"] < g["since_s"]
+        k = int(round(f["recovered_s"] * ref.fps))
+        assert head[k] < 0.6 and head[k + 1] > 1.5        # lying, then standing at once
+        # standing where its reference stands, in its pose
+        assert np.allclose(r.motion.root_pos[k + 1], ref.root_pos[k + 1], atol=0.02)
+    # every fall but the last was put back (the last may come too late in the take)
+    assert all("recovered_s" in f for f in r.falls[:-1])
+    rep = r.report()
+    assert rep["falls"] == r.falls and rep["tracking_error_upright_m"] == \
+        once.report()["tracking_error_upright_m"]
 
 
 def test_flung_body_is_a_fall_at_once(body):

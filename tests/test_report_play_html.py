@@ -41,6 +41,25 @@ def limp():
     return res
 
 
+def test_page_says_when_the_body_was_put_back():
+    """``recover_s``: each fall's row says when the body was put back on its feet, and the
+    paths break there (a body placed, not walked: ``_recovery_frames`` finds the jump)."""
+    from physmocap.report.play_html import _recovery_frames, play_report_html
+
+    body = load_body()
+    res = track(_standing(body, 4.0), body, "physical",
+                TrackingSettings(joint_max_torque=0.0, joint_min_torque=0.0, recover_s=0.5))
+    back = [f for f in res.falls if "recovered_s" in f]
+    assert back
+    head = res.motion.gpos[:, body.index("Head"), 2]
+    for k in _recovery_frames(res):
+        assert head[k - 1] < 0.6 < 1.5 < head[k]         # the first frame standing again
+    html = play_report_html(res, dict(res.report(), source="standing.bvh", output="sim.bvh"))
+    for f in back:
+        assert f"put back on its feet at {f['recovered_s']:.2f} s" in html
+    assert len(_images(html)) == len(SECTIONS)
+
+
 def test_page_is_self_contained_and_names_the_fall(limp):
     from physmocap.report.play_html import play_report_html
 

@@ -15,7 +15,10 @@ at 240 Hz is not, and one call per frame for the whole body). The root is either
   one twist about their bones for the whole clip (``reference.level_feet(constant=True)``). With
   ``TrackingSettings(balance=True)`` the joints get balance feedback (``balance.py``); with
   ``balance_gains=balance.STEPPING`` the body keeps walking (``diagnose.py`` says what in a
-  reference makes it hard).
+  reference makes it hard). With ``TrackingSettings.recover_s`` a fallen body is put back on
+  its feet, at rest in the reference's pose, that long after the fall was detected (placed, not
+  simulated; each fall records when: ``recovered_s``), so that an avatar does not lie on the
+  floor for the rest of a take.
 
 ``Tracker`` is the frame-by-frame API (a motion-matching controller can drive it live);
 ``track`` runs a whole ``Motion`` through it, its reference first made fit for the body
@@ -50,7 +53,7 @@ _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0
                   "joint_lead": (0.008, 0.0), "stance_rise": (0.3, None)}
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
 _NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
-                "balance_gains", "reach_every_step", *_MODE_DEFAULTS)
+                "balance_gains", "reach_every_step", "recover_s", *_MODE_DEFAULTS)
 _POSITIVE = ("timestep", "reach_kp", "assist_i_time", "fall_speed", "stance_height",
              "stance_speed", "stance_rise")
 
@@ -274,6 +277,12 @@ class TrackingSettings:
             simulation flings the body about, its root and head low only now and then, and
             the rule above alone reported no fall for a body thrown 458 m in 20 s.
         head: name of the head joint (for the fall rule).
+        recover_s: s, or ``None`` (off): a body that fell is placed back on its feet, at rest in
+            the reference's pose of the frame, this long after its fall was detected (its
+            balance controller started afresh); the fall's record gets ``recovered_s``, the
+            time it was put back. For an avatar, which should get up rather than lie on the
+            floor while its reference walks on; the placing is not physics, and every fall is
+            still counted.
         balance: in ``"physical"`` mode, drive the joints with ``balance.BalanceController``
             (torso control, foot placement, stance ankles bounded by their soles; joint torques
             with gravity compensation and a virtual force through the stance legs, or the joint
@@ -316,6 +325,7 @@ class TrackingSettings:
     fall_seconds: float = 0.5
     fall_speed: float = 20.0
     head: str = "Head"
+    recover_s: float | None = None
     balance: bool = False
     balance_gains: BalanceSettings = BalanceSettings()
     joint_lead: float | None = None
@@ -331,7 +341,7 @@ class TrackingSettings:
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_NUMBERS})
         require_flags("TrackingSettings", reach_every_step=self.reach_every_step)
         for name in ("joint_min_torque", "stance_speed", "swing_clearance", "joint_lead",
-                     "stance_rise"):
+                     "stance_rise", "recover_s"):
             v = getattr(self, name)
             if v is not None and bad_number(v, name in _POSITIVE):
                 raise SettingsError(f"TrackingSettings: {name} must be None or a finite number "
@@ -539,6 +549,18 @@ class Tracker:
         self._root = root_pos
         self.fallen, self.falls = False, []
 
+    def _recover(self, root_pos, root_rot, lrot) -> None:
+        """Put a fallen body back on its feet (``TrackingSettings.recover_s``): at rest in the
+        reference's pose, a fresh balance controller (its plans were the fallen body's); the
+        frame count, the clock and the falls go on, the last fall recording when."""
+        self.falls[-1]["recovered_s"] = round(self.time, 4)
+        kept = self.frame, self.time, self.falls, self._owed
+        if self.balance is not None:
+            self.balance = BalanceController(self.char, self.max_torque, self.s.balance_gains,
+                                             self.s.gravity)
+        self.reset(root_pos, root_rot, lrot, reach=self._reach)
+        self.frame, self.time, self.falls, self._owed = kept
+
     # --- one frame ------------------------------------------------------------------------
 
     def shift_reference(self, offset) -> None:
@@ -584,6 +606,9 @@ class Tracker:
             raise RuntimeError("Tracker.step before reset")
         if bad_number(dt, positive=True):              # NaN, inf: int() of them failed below
             raise SettingsError(f"Tracker.step: dt must be > 0 s, got {dt}")
+        if (self.s.recover_s is not None and self.fallen
+                and self.time - self.falls[-1]["time_s"] >= self.s.recover_s - 1e-9):
+            self._recover(ref_root_pos, ref_root_rot, ref_lrot)
         p, c, b, s = self.p, self.char.client, self.char.body, self.s
         pos1, rot1, lrot1 = self._check(ref_root_pos, ref_root_rot, ref_lrot)
         pos0, rot0, lrot0, _, _ = self._ref

@@ -1,7 +1,8 @@
 """The playback report: one self-contained HTML page per ``physmocap play`` run, figures embedded.
 
 Figures (time in seconds on every horizontal axis but the first's):
-  paths      the simulated body's root and its reference's, from above; where each fall began
+  paths      the simulated body's root and its reference's, from above, how far each walked;
+             where each fall began, where the body was put back on its feet (``recover_s``)
   tracking   joint-position tracking error, and the head's height, body against reference
   assist     the root assist's force and torque (assist mode; none in physical mode)
   feet       foot contacts from the simulation, deepest ground penetration, foot skate
@@ -27,7 +28,7 @@ if TYPE_CHECKING:                       # the figures need only its arrays
 
 __all__ = ["play_report_html", "write_play_report", "key_frames"]
 
-_BODY, _REF, _FALL = "#1f77b4", "#888888", "#d62728"
+_BODY, _REF, _FALL, _BACK = "#1f77b4", "#888888", "#d62728", "#2ca02c"
 
 
 def _time(res: TrackResult) -> np.ndarray:
@@ -40,15 +41,34 @@ def _fall_frames(res: TrackResult) -> list[int]:
     return [min(max(int(round(f["since_s"] * res.motion.fps)), 0), F - 1) for f in res.falls]
 
 
+def _recovery_frames(res: TrackResult) -> list[int]:
+    """The first frame after each time the body was put back on its feet (``recover_s``): the
+    frame, next to its ``recovered_s``, to which the root jumped furthest (a run's clock may
+    lead its frames' times by a frame: the live loop's first frame is already simulated)."""
+    F, root = res.motion.n_frames, res.motion.root_pos
+    jump = np.r_[0.0, np.linalg.norm(np.diff(root, axis=0), axis=1)]
+    out = []
+    for f in res.falls:
+        if "recovered_s" in f:
+            k = int(round(f["recovered_s"] * res.motion.fps))
+            near = np.arange(max(k - 1, 1), min(k + 3, F))
+            if len(near):
+                out.append(int(near[np.argmax(jump[near])]))
+    return out
+
+
 def _time_axes(res: TrackResult, *axes) -> None:
     """Each time axis gridded, with each fall on it: a dashed line where it began, a solid one
     where it was detected (the rule's ``fall_seconds`` later, or at once for a body flung
-    away)."""
+    away), a dotted one where the body was put back on its feet (``recover_s``)."""
     for ax in axes:
         for k, f in enumerate(res.falls):
             ax.axvline(f["since_s"], color=_FALL, ls="--", lw=1,
                        label="fall began / detected" if k == 0 else None)
             ax.axvline(f["time_s"], color=_FALL, lw=1)
+            if "recovered_s" in f:
+                ax.axvline(f["recovered_s"], color=_BACK, ls=":", lw=1.5,
+                           label="put back on its feet" if k == 0 else None)
         ax.grid(alpha=0.3)
 
 
@@ -62,7 +82,11 @@ def fig_paths(res: TrackResult):
     sim, ref = res.motion.root_pos[:, :2], res.reference.root_pos[:, :2]
     fig, ax = plt.subplots(figsize=(7.5, 7.5))
     ax.plot(*ref.T, "--", color=_REF, lw=1.5, label="reference")
-    ax.plot(*sim.T, color=_BODY, lw=1.5, label="simulated body")
+    # a body put back on its feet (``recover_s``) was placed, not walked there: no line between
+    back = _recovery_frames(res)
+    ax.plot(*np.insert(sim, back, np.nan, axis=0).T, color=_BODY, lw=1.5, label="simulated body")
+    for k, i in enumerate(back):
+        ax.plot(*sim[i], "^", color=_BACK, ms=9, label="put back on its feet" if k == 0 else None)
     # a dot each second, so that the two can be compared in time as well as in place
     sec = slice(0, None, max(1, int(round(res.motion.fps))))
     ax.plot(*ref[sec].T, ".", color=_REF, ms=5)
@@ -238,7 +262,9 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
             ("foot skate in contact", g("foot_skate_mm", "{:.2f} mm/frame")),
             ("walked (the root's path, a point a second)", _walked_text(rep)),
             ("falls", "none" if not falls else "; ".join(
-                f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s)"
+                f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s"
+                + (f", put back on its feet at {f['recovered_s']:.2f} s"
+                   if "recovered_s" in f else "") + ")"
                 for f in falls)),
             ("reference's feet in contact slide", g("reference_foot_skate_mm", "{:.1f} mm/frame")),
             ("hands at reachable controllers", None if rep.get("hands") is None
