@@ -56,7 +56,7 @@ one to quote.
 each clip is also tracked on the simulated body exactly as ``physmocap avatar --physics`` does
 (``playback.track.track_any``: retargeted onto the humanoid, then ``track``), and the script
 prints the physics report (tracking error against the reference it followed, and ``pose``: the
-same with joints relative to the root, until the first fall; root assist force,
+same with joints about the root, ``pose_error_m``, until the first fall began; root assist force,
 penetration, foot skate during the simulated contacts, falls and the first fall's time,
 frames/s) beside the truth clip's own, tracked the same way, and the simulated body against the
 truth. The body has its own bone lengths, so the truth and the controllers are carried onto it
@@ -296,11 +296,9 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     # the truth itself on the body, the same way: what the physics does to a real motion
     t_rep = track_any(tr, body, mode=mode, settings=settings).report()
     falls = rep["falls"]
-    # the pose alone (joints relative to the root, world axes) until the first fall: a fully
+    # the pose alone (joints about the root, world axes) until the first fall began: a fully
     # physical body that lags its reference has a world error growing with the distance walked
-    up = falls[0]["frame"] if falls else res.motion.n_frames
-    rel = lambda g: g[:up] - g[:up, :1]                                       # noqa: E731
-    pose = float(np.linalg.norm(rel(res.motion.gpos) - rel(res.reference.gpos), axis=-1).mean())
+    pose = rep["pose_error_m"] if rep["pose_error_m"] is not None else float("nan")
     return {
         "pose_error_m": pose,
         "truth_tracking_error_m": t_rep["tracking_error_m"],

@@ -571,7 +571,7 @@ def cmd_play(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
-        _print_walked(rep)
+        _print_physical(rep)
         _print_holds(rep)
         _print_wrote(args)
     return 0
@@ -632,14 +632,17 @@ def _tracking_text(rep: dict) -> str:
     return text
 
 
-def _print_walked(rep: dict) -> None:
-    """Fully physical: how far the body walked beside its reference (assist mode carries the
-    body along its reference's path, so there the two say nothing)."""
+def _print_physical(rep: dict) -> None:
+    """Fully physical: how well the body moved like its reference wherever it was (the pose
+    error) and how far it walked beside it (assist mode carries the body along its
+    reference's path, so there these add nothing to the tracking error)."""
     w = rep.get("walked_m")
     if rep.get("mode") != "physical" or not w:
         return
     until = f" until the first fall began at {w['until_s']:.2f} s" if rep["falls"] else ""
-    print(f"  walked {w['body']:.1f} m, its reference {w['reference']:.1f} m{until}")
+    pose = rep.get("pose_error_m")
+    pose = "" if pose is None else f"pose error {pose:.3f} m (joints about the root); "
+    print(f"  {pose}walked {w['body']:.1f} m, its reference {w['reference']:.1f} m{until}")
 
 
 def _falls_text(falls: list) -> str:
@@ -714,7 +717,7 @@ def _play_live(args) -> int:
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
               f"{_falls_text(rep['falls'])}")
-        _print_walked(rep)
+        _print_physical(rep)
         # where the reference slides its planted feet, a fully physical body cannot follow
         print(f"  the reference's feet in contact slide {rep['reference_foot_skate_mm']:.1f} "
               f"mm/frame (the database's clips: {rep['reference_foot_skate_mm_database']:.1f})")
@@ -830,7 +833,7 @@ def cmd_avatar(args) -> int:
             print(f"  simulated ({args.mode}): {_tracking_text(ph)}, root "
                   f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
                   f"{ph['penetration_max_mm']:.1f} mm max, falls: {_falls_text(ph['falls'])}")
-            _print_walked(ph)
+            _print_physical(ph)
             h = ph["hands"]
             if h["hand_error_reachable_m"] is not None:
                 print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "

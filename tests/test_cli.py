@@ -348,7 +348,8 @@ def test_play_says_when_the_body_fell(tmp_path, capsys):
     w = rep["walked_m"]
     assert w["until_s"] == pytest.approx(falls[0]["since_s"], abs=1e-3)
     assert w["body"] < w["reference"]
-    assert (f"walked {w['body']:.1f} m, its reference {w['reference']:.1f} m until the first "
+    assert (f"pose error {rep['pose_error_m']:.3f} m (joints about the root); "
+            f"walked {w['body']:.1f} m, its reference {w['reference']:.1f} m until the first "
             f"fall began at {w['until_s']:.2f} s") in out
     assert _falls_text([]) == "none"
     two = [{"since_s": 1.5, "reason": "head low"}, {"since_s": 9.0, "reason": "unstable"}]

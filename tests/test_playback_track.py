@@ -187,6 +187,34 @@ def test_track_result_shapes_and_report(body):
     assert r.report()["tracking_error_upright_m"] is None
 
 
+def test_pose_error_is_the_pose_wherever_the_body_is(body):
+    """``pose_error_m``: the joints about the root against the reference's, every joint but
+    the root, until the first fall began: a body 2 m off its reference in the same pose has a
+    tracking error of 2 m and the same pose error; a pose bent away from the reference's
+    has a larger one; after a fall, only the frames before it count."""
+    import dataclasses
+    ref = standing(body, 1.0)
+    r = track(ref, body, "assist")
+    pose = r.report()["pose_error_m"]
+    assert 0 <= pose < 0.01
+    moved = Motion(r.motion.skeleton, r.motion.fps, r.motion.root_pos + [2.0, 0.0, 0.0],
+                   r.motion.lrot)
+    away = dataclasses.replace(r, motion=moved)
+    assert away.pose_error() == pytest.approx(pose, abs=1e-9)
+    assert np.mean(np.linalg.norm(moved.gpos - r.reference.gpos, axis=-1)) > 1.9
+    lrot = np.array(r.motion.lrot)
+    lrot[:, body.index("LeftUpperLeg")] = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), 1.0)
+    bent = dataclasses.replace(r, motion=Motion(moved.skeleton, moved.fps, moved.root_pos, lrot))
+    assert bent.pose_error() > pose + 0.02
+    r.falls.append({"frame": 20, "time_s": 0.35, "since_s": 0.25, "reason": "head low"})
+    k = int(round(0.25 * ref.fps))
+    g, h = r.motion.gpos[:k], r.reference.gpos[:k]
+    want = np.linalg.norm((g[:, 1:] - g[:, :1]) - (h[:, 1:] - h[:, :1]), axis=-1).mean()
+    assert r.report()["pose_error_m"] == pytest.approx(want)
+    r.falls[0]["since_s"] = 0.0
+    assert r.report()["pose_error_m"] is None
+
+
 def test_path_walked_counts_walking_not_sway():
     from physmocap.playback.track import path_walked_m
     fps, t = 60.0, np.arange(601) / 60.0                       # 10 s

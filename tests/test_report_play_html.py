@@ -78,6 +78,7 @@ def test_page_is_self_contained_and_names_the_fall(limp):
     w = rep["walked_m"]
     assert (f"body {w['body']:.1f} m, reference {w['reference']:.1f} m (until the first fall "
             f"began, {w['until_s']:.2f} s)") in html
+    assert f"{rep['pose_error_m']:.3f} m mean until the first fall" in html
 
 
 def test_key_frames_show_where_the_first_fall_began(limp):

@@ -836,6 +836,7 @@ class TrackResult:
             "tracking_error_m": float(np.mean(self.tracking_error_m)),
             "tracking_error_max_m": float(np.max(self.tracking_error_m)),
             "tracking_error_upright_m": self._upright_error(),
+            "pose_error_m": self.pose_error(),
             "walked_m": self.walked(),
             "root_assist_force_mean_n": float(np.mean(self.assist_force_n)),
             "root_assist_force_max_n": float(np.max(self.assist_force_n)),
@@ -852,14 +853,32 @@ class TrackResult:
                if self.hand_targets is not None else {}),
         }
 
+    def _upright_frames(self) -> int:
+        """The frames before the first fall began (all of them without a fall)."""
+        if not self.falls:
+            return self.motion.n_frames
+        return min(max(int(round(self.falls[0]["since_s"] * self.motion.fps)), 0),
+                   self.motion.n_frames)
+
     def _upright_error(self) -> float | None:
         """Mean tracking error (m) over the frames before the first fall began (all frames
         without a fall; ``None`` if it began at once): a fallen body's distance from the
         reference walking on is no tracking figure, yet it dominates the mean."""
-        if not self.falls:
-            return float(np.mean(self.tracking_error_m))
-        k = int(round(self.falls[0]["since_s"] * self.motion.fps))
+        k = self._upright_frames()
         return float(np.mean(self.tracking_error_m[:k])) if k > 0 else None
+
+    def pose_error(self) -> float | None:
+        """Mean distance (m) of every joint but the root from the reference's, each taken
+        relative to its own root (world axes: the pose and its heading, not where it is), over
+        the frames before the first fall began (``None`` if it began at once). A fully
+        physical body that keeps its feet but walks behind its reference has a tracking error
+        that grows with the distance; this says how well it moves like it."""
+        k = self._upright_frames()
+        if k == 0:
+            return None
+        sim, ref = self.motion.gpos[:k], self.reference.gpos[:k]
+        d = (sim[:, 1:] - sim[:, :1]) - (ref[:, 1:] - ref[:, :1])
+        return float(np.linalg.norm(d, axis=-1).mean())
 
     def walked(self) -> dict:
         """How far the simulated root and its reference's went over the ground (m,

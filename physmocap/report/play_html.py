@@ -260,6 +260,10 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                                    f"{rep.get('root_assist_torque_max_nm', 0):.0f} N·m max"),
             ("penetration", g("penetration_max_mm", "{:.1f} mm max")),
             ("foot skate in contact", g("foot_skate_mm", "{:.2f} mm/frame")),
+            ("pose error (joints about the root)",
+             None if rep.get("pose_error_m") is None else
+             f"{rep['pose_error_m']:.3f} m mean"
+             + (" until the first fall" if falls else "")),
             ("walked (the root's path, a point a second)", _walked_text(rep)),
             ("falls", "none" if not falls else "; ".join(
                 f"from {f['since_s']:.2f} s ({f['reason']}, detected at {f['time_s']:.2f} s"
