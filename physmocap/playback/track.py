@@ -539,7 +539,6 @@ class Tracker:
             self._arms.reset()
         self._ref = (root_pos, root_rot, lrot, np.zeros(3) if v is None else v,
                      np.zeros(3) if w is None else w)
-        self.ref_height0 = root_pos[2]
         if self.balance is not None:
             self.balance.set_reference(root_pos, root_rot, lrot,
                                        np.zeros(3) if w is None else w,
