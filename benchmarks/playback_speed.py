@@ -97,6 +97,16 @@ def main() -> None:
                   f"{rep['foot_skate_mm']:6.1f} {lost_s(res):>6s} {down_s(res, body):>6s}  {falls}")
 
 
+def _pose_cm(rep: dict) -> str:
+    """The report's ``pose_error_m`` in cm (``-``: the fall began at once)."""
+    return "-" if rep["pose_error_m"] is None else f"{100 * rep['pose_error_m']:.1f}"
+
+
+def _walked(rep: dict) -> str:
+    """The report's ``walked_m``: ``body/reference`` m."""
+    return f"{rep['walked_m']['body']:.1f}/{rep['walked_m']['reference']:.1f}"
+
+
 def live() -> None:
     """The coupled loop (search, inertialization, retarget, physics step) on a Bandai-Namco
     database of 20 clips (walks, turns, runs): every shipped input in both modes, then its
@@ -113,7 +123,7 @@ def live() -> None:
     print(f"\nlive coupling, database {db.n_frames} frames ({len(db.range_starts)} clips); "
           f"assist 10 s ({LIVE_ASSIST_ITERATIONS} solver iterations), physical 20 s per input")
     print(f"{'input':14s} {'mode':11s} {'err m':>6s} {'F mean':>6s} {'F max':>6s} {'pen mm':>6s} "
-          f"{'skate':>6s} {'lost':>6s} {'down':>6s}  falls")
+          f"{'skate':>6s} {'lost':>6s} {'down':>6s} {'pose cm':>7s} {'walked m':>11s}  falls")
     inputs = ("straight_walk", "stop_and_go", "figure_eight", "sharp_turns", "run", "head_circle")
     for name in inputs:
         src = load_input(_resolve(name, "inputs", "input"))
@@ -128,7 +138,10 @@ def live() -> None:
             print(f"{name:14s} {mode:11s} {rep['tracking_error_m']:6.3f} "
                   f"{rep['root_assist_force_mean_n']:6.0f} {rep['root_assist_force_max_n']:6.0f} "
                   f"{rep['penetration_max_mm']:6.1f} {rep['foot_skate_mm']:6.1f} "
-                  f"{lost_s(lr.result):>6s} {down_s(lr.result, load_body()):>6s}  {falls}")
+                  f"{lost_s(lr.result):>6s} {down_s(lr.result, load_body()):>6s} "
+                  f"{_pose_cm(rep):>7s} {_walked(rep):>11s}  {falls}")
+    print("(pose cm: the joints about the root against the reference's; walked m: body / "
+          "reference, their roots' paths a point a second; both until the first fall began)")
     print("\nspeed, straight_walk, median of 3 runs of 10 s")
     print(f"{'loop fps':>8s} {'lat med':>7s} {'lat p99':>7s} {'ctrl ms':>7s} {'phys ms':>7s} "
           f"{'controller alone fps':>21s}")
