@@ -74,22 +74,17 @@ def refuse_overwrite(inputs, outputs) -> None:
 def _scene_files(name, kind: str) -> list:
     """The files a shipped scene name (or a path) of ``kind`` (``inputs``, ``environments``,
     ``markersets``, ``bodies``) reads, for ``refuse_overwrite``: a shipped scene is an input
-    too, and so is the recording a head input scene names (``[input] file``). Empty where the
-    name does not resolve (that error comes where the scene is loaded)."""
-    from .scene import _read, _resolve
+    too, and so is the recording a head input scene names (``trajectory.input_files``). Empty
+    where the name does not resolve (that error comes where the scene is loaded)."""
+    from .matching.trajectory import input_files
+    from .scene import _resolve
     if name is None:
         return []
     try:
         path = _resolve(name, kind, kind)
     except PhysmocapError:
         return []
-    try:                                  # (a scene that cannot be read names no recording)
-        data = _read(path) if kind == "inputs" else {}
-    except PhysmocapError:
-        data = {}
-    inp = data.get("input") if isinstance(data, dict) else None
-    rec = inp.get("file") if isinstance(inp, dict) else None
-    return [path] + ([path.parent / rec] if isinstance(rec, str) else [])
+    return input_files(path) if kind == "inputs" else [path]
 
 
 # --- summaries --------------------------------------------------------------------------------
@@ -585,8 +580,9 @@ def _need_plots(args) -> None:
         pyplot()
 
 
-def _write_play_reports(args, result, rep: dict) -> None:
-    """``play``'s JSON report and HTML page (``--report``, ``--report-html``), atomically."""
+def _write_play_reports(args, result, rep: dict, page=None) -> None:
+    """``play``'s (and ``avatar``'s) JSON report and HTML page (``--report``, ``--report-html``),
+    atomically: the page of the simulated ``result`` shows ``page(rep)`` (default: ``rep``)."""
     from .io.atomic import atomic_write_text
     if args.report_html:
         rep["report_html"] = str(args.report_html)
@@ -594,7 +590,7 @@ def _write_play_reports(args, result, rep: dict) -> None:
         atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
     if args.report_html:
         from .report.play_html import write_play_report
-        write_play_report(result, rep, args.report_html)
+        write_play_report(result, rep if page is None else page(rep), args.report_html)
 
 
 def _print_wrote(args) -> None:
@@ -730,7 +726,6 @@ def _play_live(args) -> int:
 
 def cmd_avatar(args) -> int:
     """``avatar extract CLIP -o TRACK.csv`` or ``avatar DB.npz --tracking TRACK.csv -o OUT.bvh``."""
-    from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
     from .io.tracking import read_tracking, write_tracking
     from .matching import avatar as av
@@ -805,17 +800,10 @@ def cmd_avatar(args) -> int:
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
     if physics is not None:
         rep["physics"] = dict(physics.report(), balance=args.balance)
-    if args.report_html:
-        rep["report_html"] = str(args.report_html)
-    if args.report:
-        atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
-    if args.report_html:
-        # the simulated avatar's page; the avatar's own figures folded in beside its physics
-        from .report.play_html import write_play_report
-        write_play_report(physics, dict(rep["physics"], input=str(args.tracking),
-                                        database=str(args.inputs[0]), output=str(args.output),
-                                        avatar={k: v for k, v in rep.items() if k != "physics"}),
-                          args.report_html)
+    # the simulated avatar's page; the avatar's own figures folded in beside its physics
+    _write_play_reports(args, physics, rep, page=lambda r: dict(
+        r["physics"], input=str(args.tracking), database=str(args.inputs[0]),
+        output=str(args.output), avatar={k: v for k, v in r.items() if k != "physics"}))
     if not args.quiet:
         lat = rep["latency_ms"]
         print(f"{args.tracking}: {motion.n_frames} frames at {motion.fps:g} fps, "

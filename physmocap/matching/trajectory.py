@@ -66,13 +66,13 @@ import numpy as np
 from .. import quat
 from .._arrays import frozen
 from ..conventions import UP_AXES, up_to_zup_matrix
-from ..errors import FileFormatError, ShapeError, UnitError
+from ..errors import FileFormatError, PhysmocapError, ShapeError, UnitError
 from ..spring import character_predict, facing_predict
 
 __all__ = [
     "FORWARD", "Joystick", "PathFollower", "HeadTrajectory", "predict_trajectory",
     "clamp_root", "adjust_root_rotation", "clamp_root_rotation", "facing_from_yaw", "yaw_of",
-    "load_input",
+    "load_input", "input_files",
     "FEATURE_TIMES",
 ]
 
@@ -642,6 +642,27 @@ _KEY_KEYS = {"t", "x", "y", "run", "rx", "ry"}
 _HEAD_COLUMNS = ["t", "x", "y", "z", "qx", "qy", "qz", "qw"]
 
 
+def _recording(path: Path, name: str) -> Path:
+    """The recording a head input scene at ``path`` names (``[input] file``): beside it."""
+    return path.parent / name
+
+
+def input_files(path) -> list[Path]:
+    """The files the input scene at ``path`` reads: itself and, for a head input, the
+    recording it names (so that no output is written over either). A scene that cannot be
+    read reads no recording (``load_input`` says what is wrong with it)."""
+    from ..scene import _read
+
+    path = Path(path)
+    try:
+        data = _read(path)
+    except PhysmocapError:
+        return [path]
+    inp = data.get("input") if isinstance(data, dict) else None
+    rec = inp.get("file") if isinstance(inp, dict) else None
+    return [path] + ([_recording(path, rec)] if isinstance(rec, str) else [])
+
+
 def load_input(path):
     """An input source (``Joystick``, ``PathFollower`` or ``HeadTrajectory``) from a TOML file
     following the schema in this module's docstring. Raises ``FileFormatError`` naming the file."""
@@ -734,7 +755,7 @@ def _load_head(inp, ck, path: Path) -> HeadTrajectory:
     if "file" in inp and inline:
         ck.fail(where, "give either file or inline t/pos/rot, not both")
     if "file" in inp:
-        t, pos, rot = _read_head_csv(path.parent / ck.string(inp["file"], where, "file"), ck)
+        t, pos, rot = _read_head_csv(_recording(path, ck.string(inp["file"], where, "file")), ck)
     elif len(inline) == 3:
         t = inp["t"]
         if not isinstance(t, list) or len(t) < 2:

@@ -527,9 +527,17 @@ class Tracker:
             v = (p1 - root_pos) / dt
             w = _ang_vel(root_rot, r1, dt, local=False)
             ja = _ang_vel(lrot, l1, dt, local=True)
-        self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
         if reach is not None and np.shape(reach) != (2, 3):
             raise ShapeError(f"reset: reach must be (2, 3), got {np.shape(reach)}")
+        self._place(root_pos, root_rot, lrot, v, w, ja, reach)
+        self.frame, self.time, self._owed, self.falls = 0, 0.0, 0.0, []
+
+    def _place(self, root_pos, root_rot, lrot, v=None, w=None, ja=None, reach=None) -> None:
+        """The body in a checked pose (``_check``), with the velocities ``v (3,)``, ``w (3,)``,
+        ``ja (J, 3)`` or at rest, and everything that followed the body before (the root
+        assist's integral, the hands' targets and holds, the balance controller's reference,
+        the fall rule) started afresh; the clock, the frame count and the falls go on."""
+        self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
         self._reach = None if reach is None else np.array(reach, float)   # the last targets
         if self.holds is not None:
             self.holds.release_all()
@@ -543,22 +551,17 @@ class Tracker:
             self.balance.set_reference(root_pos, root_rot, lrot,
                                        np.zeros(3) if w is None else w,
                                        np.zeros((self.J, 3)) if ja is None else ja, 0.0)
-        self.frame, self.time, self._low = 0, 0.0, 0.0
-        self._owed = 0.0
-        self._root = root_pos
-        self.fallen, self.falls = False, []
+        self._low, self._root, self.fallen = 0.0, root_pos, False
 
     def _recover(self, root_pos, root_rot, lrot) -> None:
         """Put a fallen body back on its feet (``TrackingSettings.recover_s``): at rest in the
         reference's pose, a fresh balance controller (its plans were the fallen body's); the
-        frame count, the clock and the falls go on, the last fall recording when."""
+        last fall records when."""
         self.falls[-1]["recovered_s"] = round(self.time, 4)
-        kept = self.frame, self.time, self.falls, self._owed
         if self.balance is not None:
             self.balance = BalanceController(self.char, self.max_torque, self.s.balance_gains,
                                              self.s.gravity)
-        self.reset(root_pos, root_rot, lrot, reach=self._reach)
-        self.frame, self.time, self.falls, self._owed = kept
+        self._place(*self._check(root_pos, root_rot, lrot), reach=self._reach)
 
     # --- one frame ------------------------------------------------------------------------
 
@@ -885,8 +888,7 @@ class TrackResult:
         fall): a fully physical body that keeps its feet can still lag metres behind a
         reference that walks on."""
         F, fps = self.motion.n_frames, self.motion.fps
-        k = F - 1 if not self.falls else int(round(self.falls[0]["since_s"] * fps))
-        k = min(max(k, 0), F - 1)                      # the last frame counted
+        k = min(self._upright_frames(), F - 1)         # the last frame counted
         return {"body": path_walked_m(self.motion.root_pos[:k + 1, :2], fps),
                 "reference": path_walked_m(self.reference.root_pos[:k + 1, :2], fps),
                 "until_s": round(k / fps, 3)}
