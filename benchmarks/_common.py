@@ -53,3 +53,25 @@ def live_database(stand: bool = False, extra: tuple = (), mirror: bool = False):
         names.append("stand")
     db = build_database(motions, names=names, fps=60, mirror=mirror)
     return db, compute_features(db)
+
+
+def field_change(text: str, classes: tuple) -> tuple[str, object]:
+    """``NAME=VALUE`` as ``(name, value)``, NAME a field of one of the dataclasses ``classes``
+    whose default is a number, true/false or None, VALUE true/false, an int or a float. Raises
+    ``ValueError`` (one line) otherwise."""
+    import dataclasses
+    name, eq, v = (x.strip() for x in text.partition("="))
+    # a field holding a tuple, a name or other settings cannot take a number
+    known = {f.name for c in classes for f in dataclasses.fields(c)
+             if f.default is None or isinstance(f.default, (int, float))}
+    if not eq or name not in known:
+        raise ValueError(f"{text!r}: expected NAME=VALUE with NAME a "
+                         f"{' or '.join(c.__name__ for c in classes)} field that holds a number or "
+                         f"true/false, e.g. "
+                         f"{'reach_kp=2' if len(classes) == 1 else 'ik_kz=0.3'}")
+    if v.lower() in ("true", "false"):
+        return name, v.lower() == "true"
+    try:
+        return name, int(v) if v.lstrip("-").isdigit() else float(v)
+    except ValueError:
+        raise ValueError(f"{text!r}: the value must be a number, true or false") from None

@@ -84,7 +84,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import data_dir
+from _common import data_dir, field_change
 from scipy.spatial import cKDTree
 
 from physmocap import quat
@@ -198,20 +198,11 @@ def plot_clip(folder: Path, name: str, truth, shown: dict, db) -> None:
 def settings_arg(text: str) -> tuple:
     """``--set NAME=VALUE`` as ``(name, value)``: true/false, an int or a float; an unknown
     field or a value that is none of these is an argparse error (one line)."""
-    import dataclasses
     from physmocap.playback.track import TrackingSettings
-    name, eq, v = (x.strip() for x in text.partition("="))
-    known = {f.name for f in dataclasses.fields(TrackingSettings)}
-    if not eq or name not in known:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=VALUE with NAME a "
-                                         f"TrackingSettings field, e.g. reach_kp=2")
-    if v.lower() in ("true", "false"):
-        return name, v.lower() == "true"
     try:
-        return name, int(v) if v.lstrip("-").isdigit() else float(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: the value must be a number, true or "
-                                         f"false") from None
+        return field_change(text, (TrackingSettings,))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def seconds_arg(text: str) -> float:

@@ -8,6 +8,12 @@
                                             [live_stands] [turn_database] [live_mirrored]
                                             [turn_radius] [envelope]
                                                          (the last eight not by default)
+                                            [--set NAME=VALUE ...]
+
+``--set NAME=VALUE`` (repeatable) changes a gain of ``STEPPING`` (a ``BalanceSettings`` field)
+or a ``TrackingSettings`` field, in every part that runs ``STEPPING``: a set of gains measured
+side by side with the shipped one (e.g. ``live_turns --set ik_kz=0.3 --set
+joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physical").
 
 * ``numerics``: the first fall on the demo walk (looped to 20 s, no balance feedback) under
   finer physics: solver iterations, time step, friction, armature (``min_inertia``);
@@ -85,7 +91,7 @@ import time
 
 import numpy as np
 
-from _common import data_dir, live_database
+from _common import data_dir, field_change, live_database
 
 from physmocap import quat
 from physmocap.demo import make_demo_capture
@@ -94,6 +100,26 @@ from physmocap.playback.diagnose import support, support_summary
 from physmocap.playback.reference import ground_motion, level_feet, loop_motion
 from physmocap.scene import load_body
 from physmocap.skeleton import forward_kinematics_frame
+
+
+# ``--set NAME=VALUE`` of the command line: ``STEPPING``'s gains or ``TrackingSettings`` changed
+# for every part that runs ``STEPPING`` (``stepping_settings``)
+_CHANGES: dict = {}
+
+
+def stepping_settings() -> TrackingSettings:
+    """``TrackingSettings`` fully physical with ``STEPPING``, as changed by ``--set``
+    (``_CHANGES``): a name of a ``BalanceSettings`` field changes ``STEPPING`` (``friction``,
+    in both, too), any other a ``TrackingSettings`` field. Raises ``SettingsError`` for a
+    value the settings refuse."""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING, BalanceSettings
+    names = {f.name for f in dataclasses.fields(BalanceSettings)}
+    gains = {k: v for k, v in _CHANGES.items() if k in names}
+    rest = {k: v for k, v in _CHANGES.items() if k not in names}
+    return TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, **gains),
+                            **rest)
 
 
 def first_fall(res) -> str:
@@ -278,7 +304,6 @@ def anatomy() -> None:
 def start_phase() -> None:
     """The demo walk with ``STEPPING``, 20 s, started at other points of its 1.26 s cycle (the
     body placed in that frame's pose with its velocities)."""
-    from physmocap.playback.balance import STEPPING
     body = load_body()
     _, walk = make_demo_capture()
     head = body.index("Head")
@@ -288,7 +313,7 @@ def start_phase() -> None:
     for off in (0.0, 0.3, 0.6, 0.9):
         k = int(round(off * walk.fps))
         res = track(big[k:k + int(20 * walk.fps)], body, "physical",
-                    TrackingSettings(balance=True, balance_gains=STEPPING))
+                    stepping_settings())
         low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
         walked = float(np.linalg.norm(res.motion.root_pos[-1, :2] - res.motion.root_pos[0, :2]))
         print(f"  from {off:.1f} s: " + (f"down at {low[0] / walk.fps:.2f} s" if len(low)
@@ -301,14 +326,13 @@ def live_start() -> None:
     once the controller has walked 3 s."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input
-    from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
     db, feats = live_database()
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     print("\nlive, STEPPING, 20 s of physics: when the head first drops below 1 m")
     for name in ("straight_walk", "stop_and_go"):
         for skip in (0.0, 3.0):
@@ -338,14 +362,13 @@ def live_paced() -> None:
     for the body (``follow``, ``speed_margin``) or not."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input
-    from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
     db, feats = live_database()
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     print("\nlive, STEPPING from the first frame, the controller waiting for the body; 20 s: "
           "head below 1 m; walked (displacement); body's centre of mass in the first 2 s: "
           "largest forward and sideways speed (m/s)")
@@ -463,13 +486,12 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     ``mirror``: each input mirrored (``_mirrored_input``: y -> -y, the same task turning the
     other way) and turned to the mirrored headings (``-yaws``)."""
     from physmocap.matching.trajectory import HeadTrajectory, load_input
-    from physmocap.playback.balance import STEPPING
     from physmocap.scene import _resolve
 
     body = load_body()
     # by default with the standing clip: the 20 clips never stand
     db, feats = live_database(stand=True) if database is None else database
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     if mirror:
         yaws = tuple(-y for y in yaws)
     print("\nlive, STEPPING from the first frame, 20 s, the task "
@@ -533,11 +555,10 @@ def _envelope_input(speed: float, radius: float):
 def _envelope_cell(args):
     """One cell of ``envelope``: ``(speed, radius, downs (6,) s or None, body / reference
     path lengths (6, 2) m)``."""
-    from physmocap.playback.balance import STEPPING
 
     speed, radius = args
     body = load_body()
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     src = _envelope_input(speed, radius)
     downs, paths = [], []
     for yaw in (0.0, 0.7, 2.0, 3.0, 4.0, 5.0):
@@ -697,8 +718,7 @@ def _turn_rate(yaw: np.ndarray, fps: float) -> float:
 def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
     """``(F-1,)`` bool: frames of a reference (``root (F, 3)``, ``lrot (F, J, 4)``) in which
     neither foot counts as planted by ``STEPPING``'s rule (lowest sole point below
-    ``contact_height``, ankle slower than ``plant_speed``)."""
-    from physmocap.playback.balance import STEPPING
+    ``contact_height``, ankle slower than ``plant_speed``; as ``--set`` changed them)."""
     from physmocap.playback.character import foot_joints, leg_chains
     from physmocap.playback.reference import sole_points
     from physmocap.skeleton import forward_kinematics
@@ -710,7 +730,8 @@ def _unplanted(body, root, lrot, fps: float) -> np.ndarray:
     low = np.stack([z[:, side == k].min(axis=1) for k in (0, 1)], axis=1)
     ank = x[:, [c[2] for c in leg_chains(body)], :2]
     speed = np.linalg.norm(np.diff(ank, axis=0), axis=-1) * fps
-    return ~((low[1:] < STEPPING.contact_height) & (speed < STEPPING.plant_speed)).any(axis=1)
+    g = stepping_settings().balance_gains
+    return ~((low[1:] < g.contact_height) & (speed < g.plant_speed)).any(axis=1)
 
 
 # the frames (60 fps) of the live sharp turns' first 180-degree turn, 4.3-6.5 s (heading 2 rad)
@@ -725,12 +746,11 @@ def _live_sharp_turns(body, database, yaw: float = 2.0, seconds: float = 12.0):
     the hips' headings unwrapped."""
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input, yaw_of
-    from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback
     from physmocap.scene import _resolve
 
     head = body.index("Head")
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     src = load_input(_resolve("sharp_turns", "inputs", "input"))
     poses, sim, fall = [], [], None
     with LivePlayback(Controller(*database, _turned_input(src, yaw), start_yaw=yaw), body,
@@ -750,11 +770,10 @@ def _live_sharp_turns(body, database, yaw: float = 2.0, seconds: float = 12.0):
 
 def turn_clips() -> None:
     from physmocap.matching.trajectory import yaw_of
-    from physmocap.playback.balance import STEPPING
 
     body = load_body()
     head = body.index("Head")
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
 
     runs = {}
 
@@ -862,14 +881,13 @@ def live_reference() -> None:
 
     from physmocap.matching.controller import Controller
     from physmocap.matching.trajectory import load_input
-    from physmocap.playback.balance import STEPPING
     from physmocap.playback.live import LivePlayback, standing_frame
     from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
     db, feats = live_database()
-    s = TrackingSettings(balance=True, balance_gains=STEPPING)
+    s = stepping_settings()
     starts = [int(k) for k in db.range_starts]
     print("\nlive, retargeted from a clip's first frame: STEPPING head below 1 m at (s; 20 s, "
           f"headings 0 / 2 rad); * the default (standing_frame: {standing_frame(db)})")
@@ -902,8 +920,7 @@ def pushes() -> None:
     s? (its root's speed then, m/s; F: fell), and the foot of the first recovery step."""
     import dataclasses
 
-    from physmocap.playback.balance import STEPPING
-
+    base = stepping_settings()
     body = load_body()
     J = len(body)
     root, lrot = np.array(body.skeleton.offsets[0], float), quat.identity((J,))
@@ -919,7 +936,8 @@ def pushes() -> None:
     for v in ((0.6, 0.0), (0.8, 0.0), (0.0, 0.4), (0.0, 0.6), (0.0, -0.6), (0.4, 0.4)):
         cells = []
         for _, kw in variants:
-            s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(STEPPING, **kw))
+            s = dataclasses.replace(base, balance_gains=dataclasses.replace(
+                base.balance_gains, **kw))
             first = None
             with Tracker(body, "physical", s) as tr:
                 tr.reset(root, lrot[0], lrot, dt=1 / 60,
@@ -935,8 +953,9 @@ def pushes() -> None:
 
 
 def soles() -> None:
+    import dataclasses
+
     from physmocap.matching.database import mirror_motion
-    from physmocap.playback.balance import STEPPING
     from physmocap.playback.character import foot_joints
     from physmocap.playback.reference import _planted_pitch, sole_points
 
@@ -982,8 +1001,8 @@ def soles() -> None:
         cells, downs = [], []
         for n, start, mirror in runs:
             ref = (mirror_motion(clips[n]) if mirror else clips[n])[start:]
-            res = track(ref, body, "physical", TrackingSettings(
-                balance=True, balance_gains=STEPPING, flat_planted=fp, ground_still=still))
+            res = track(ref, body, "physical", dataclasses.replace(
+                stepping_settings(), flat_planted=fp, ground_still=still))
             low = np.nonzero(res.motion.gpos[:, head, 2] < 1.0)[0]
             k = low[0] if len(low) else res.motion.n_frames - 1
             downs.append(k / res.motion.fps)
@@ -1041,6 +1060,9 @@ def turn_database() -> None:
 
 if __name__ == "__main__":
     import sys
+
+    from physmocap.errors import PhysmocapError
+    from physmocap.playback.balance import BalanceSettings
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
              "anatomy": anatomy, "start_phase": start_phase, "live_start": live_start,
              "live_paced": live_paced, "live_headings": live_headings,
@@ -1056,8 +1078,26 @@ if __name__ == "__main__":
              "envelope": envelope,
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
-    for part in (sys.argv[1:] or parts):
-        if part not in parts and part not in extra:
-            raise SystemExit(f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
-                             f"[{' '.join(extra)}]")
+    usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
+             f"[{' '.join(extra)}] [--set NAME=VALUE ...]")
+    names, args = [], sys.argv[1:]
+    while args:
+        a = args.pop(0)
+        if a == "--set":
+            if not args:
+                raise SystemExit("physical_diagnosis.py: --set needs NAME=VALUE, e.g. --set "
+                                 "ik_kz=0.3")
+            try:
+                _CHANGES.update([field_change(args.pop(0), (BalanceSettings, TrackingSettings))])
+            except ValueError as e:
+                raise SystemExit(f"physical_diagnosis.py: --set: {e}") from None
+        elif a in parts or a in extra:
+            names.append(a)
+        else:
+            raise SystemExit(usage)
+    try:
+        stepping_settings()                 # a value the settings refuse: one line, no run
+    except PhysmocapError as e:
+        raise SystemExit(f"physical_diagnosis.py: --set: {e}") from None
+    for part in (names or parts):
         parts.get(part, extra.get(part))()

@@ -1,8 +1,10 @@
 """``benchmarks/physical_diagnosis.py``'s made inputs: mirrored (the same task turning the other
-way), the sharp turns rounded (``stadium_path``) and the envelope's tasks (``envelope``)."""
+way), the sharp turns rounded (``stadium_path``) and the envelope's tasks (``envelope``); its
+``--set`` (``STEPPING``'s gains changed, ``stepping_settings``)."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +17,13 @@ from physmocap.scene import _resolve
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
+import physical_diagnosis  # noqa: E402
 from physical_diagnosis import (  # noqa: E402
-    _envelope_input, _mirrored_input, _plot_envelope, _turned_input, stadium_path)
+    _envelope_input, _mirrored_input, _plot_envelope, _turned_input, stadium_path,
+    stepping_settings)
+
+from physmocap.playback.balance import STEPPING, BalanceSettings  # noqa: E402
+from physmocap.playback.track import TrackingSettings  # noqa: E402
 
 M = np.array([1.0, -1.0, 1.0])
 
@@ -112,3 +119,45 @@ def test_envelope_picture(tmp_path, monkeypatch):
     path = _plot_envelope(cells, speeds, radii)
     assert path == "out/envelope.png"
     assert (tmp_path / path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_set_changes_stepping_and_the_tracking_settings(monkeypatch):
+    """A ``BalanceSettings`` name changes ``STEPPING`` (``friction``, in both, too), any other
+    a ``TrackingSettings`` field; without ``--set`` the settings are ``STEPPING``'s."""
+    assert stepping_settings() == TrackingSettings(balance=True, balance_gains=STEPPING)
+    monkeypatch.setattr(physical_diagnosis, "_CHANGES",
+                        {"ik_kz": 0.34, "friction": 1.0, "joint_max_torque": 189})
+    s = stepping_settings()
+    assert s.balance_gains == dataclasses.replace(STEPPING, ik_kz=0.34, friction=1.0)
+    assert s.joint_max_torque == 189 and s.friction == TrackingSettings().friction
+    assert s.balance
+
+
+def test_set_values_parse():
+    from _common import field_change
+    both = (BalanceSettings, TrackingSettings)
+    assert field_change("ik_kz=0.34", both) == ("ik_kz", 0.34)
+    assert field_change(" joint_max_torque = 189 ", both) == ("joint_max_torque", 189)
+    assert field_change("swing_keep=false", both) == ("swing_keep", False)
+    assert field_change("stance_yaw=0.5", both) == ("stance_yaw", 0.5)    # default None
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--set"], "--set needs NAME=VALUE, e.g. --set ik_kz=0.3"),
+    (["live_turns", "--set", "ik_kz"], "'ik_kz': expected NAME=VALUE with NAME a BalanceSettings"),
+    (["--set", "no_such=1"], "'no_such=1': expected NAME=VALUE with NAME a BalanceSettings or "
+                             "TrackingSettings field that holds a number"),
+    (["--set", "kp=1"], "'kp=1': expected NAME=VALUE"),            # a tuple of gains
+    (["--set", "ik_kz=high"], "'ik_kz=high': the value must be a number, true or false"),
+    (["--set", "plan_s=-1"], "--set: BalanceSettings: plan_s must be a number of seconds >= 0"),
+    (["--set", "joint_max_torque=-5"], "TrackingSettings: joint_max_torque must be a finite"),
+    (["no_such_part"], "usage: physical_diagnosis.py [numerics"),
+])
+def test_bad_command_line_is_one_line(args, match):
+    """Refused before anything runs: a non-zero exit, one line, no traceback."""
+    r = subprocess.run([sys.executable, str(BENCH / "physical_diagnosis.py"), *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0]
+    assert r.stdout == ""
