@@ -55,10 +55,10 @@ def live_database(stand: bool = False, extra: tuple = (), mirror: bool = False):
     return db, compute_features(db)
 
 
-def field_change(text: str, classes: tuple) -> tuple[str, object]:
+def field_change(text: str, classes: tuple, example: str) -> tuple[str, object]:
     """``NAME=VALUE`` as ``(name, value)``, NAME a field of one of the dataclasses ``classes``
     whose default is a number, true/false or None, VALUE true/false, an int or a float. Raises
-    ``ValueError`` (one line) otherwise."""
+    ``ValueError`` (one line, naming ``example``, a ``NAME=VALUE`` that works) otherwise."""
     import dataclasses
     name, eq, v = (x.strip() for x in text.partition("="))
     # a field holding a tuple, a name or other settings cannot take a number
@@ -67,8 +67,7 @@ def field_change(text: str, classes: tuple) -> tuple[str, object]:
     if not eq or name not in known:
         raise ValueError(f"{text!r}: expected NAME=VALUE with NAME a "
                          f"{' or '.join(c.__name__ for c in classes)} field that holds a number or "
-                         f"true/false, e.g. "
-                         f"{'reach_kp=2' if len(classes) == 1 else 'ik_kz=0.3'}")
+                         f"true/false, e.g. {example}")
     if v.lower() in ("true", "false"):
         return name, v.lower() == "true"
     try:

@@ -200,7 +200,7 @@ def settings_arg(text: str) -> tuple:
     field or a value that is none of these is an argparse error (one line)."""
     from physmocap.playback.track import TrackingSettings
     try:
-        return field_change(text, (TrackingSettings,))
+        return field_change(text, (TrackingSettings,), "reach_kp=2")
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -555,7 +555,6 @@ def _envelope_input(speed: float, radius: float):
 def _envelope_cell(args):
     """One cell of ``envelope``: ``(speed, radius, downs (6,) s or None, body / reference
     path lengths (6, 2) m)``."""
-
     speed, radius = args
     body = load_body()
     s = stepping_settings()
@@ -1088,13 +1087,14 @@ if __name__ == "__main__":
                 raise SystemExit("physical_diagnosis.py: --set needs NAME=VALUE, e.g. --set "
                                  "ik_kz=0.3")
             try:
-                _CHANGES.update([field_change(args.pop(0), (BalanceSettings, TrackingSettings))])
+                _CHANGES.update([field_change(args.pop(0), (BalanceSettings, TrackingSettings),
+                                              "ik_kz=0.3")])
             except ValueError as e:
                 raise SystemExit(f"physical_diagnosis.py: --set: {e}") from None
         elif a in parts or a in extra:
             names.append(a)
         else:
-            raise SystemExit(usage)
+            raise SystemExit(f"physical_diagnosis.py: no part {a!r}; {usage}")
     try:
         stepping_settings()                 # a value the settings refuse: one line, no run
     except PhysmocapError as e:

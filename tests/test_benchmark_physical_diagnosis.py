@@ -136,22 +136,23 @@ def test_set_changes_stepping_and_the_tracking_settings(monkeypatch):
 def test_set_values_parse():
     from _common import field_change
     both = (BalanceSettings, TrackingSettings)
-    assert field_change("ik_kz=0.34", both) == ("ik_kz", 0.34)
-    assert field_change(" joint_max_torque = 189 ", both) == ("joint_max_torque", 189)
-    assert field_change("swing_keep=false", both) == ("swing_keep", False)
-    assert field_change("stance_yaw=0.5", both) == ("stance_yaw", 0.5)    # default None
+    assert field_change("ik_kz=0.34", both, "") == ("ik_kz", 0.34)
+    assert field_change(" joint_max_torque = 189 ", both, "") == ("joint_max_torque", 189)
+    assert field_change("swing_keep=false", both, "") == ("swing_keep", False)
+    assert field_change("stance_yaw=0.5", both, "") == ("stance_yaw", 0.5)    # default None
 
 
 @pytest.mark.parametrize("args, match", [
     (["--set"], "--set needs NAME=VALUE, e.g. --set ik_kz=0.3"),
     (["live_turns", "--set", "ik_kz"], "'ik_kz': expected NAME=VALUE with NAME a BalanceSettings"),
     (["--set", "no_such=1"], "'no_such=1': expected NAME=VALUE with NAME a BalanceSettings or "
-                             "TrackingSettings field that holds a number"),
+                             "TrackingSettings field that holds a number or true/false, e.g. "
+                             "ik_kz=0.3"),
     (["--set", "kp=1"], "'kp=1': expected NAME=VALUE"),            # a tuple of gains
     (["--set", "ik_kz=high"], "'ik_kz=high': the value must be a number, true or false"),
     (["--set", "plan_s=-1"], "--set: BalanceSettings: plan_s must be a number of seconds >= 0"),
     (["--set", "joint_max_torque=-5"], "TrackingSettings: joint_max_torque must be a finite"),
-    (["no_such_part"], "usage: physical_diagnosis.py [numerics"),
+    (["no_such_part"], "no part 'no_such_part'; usage: physical_diagnosis.py [numerics"),
 ])
 def test_bad_command_line_is_one_line(args, match):
     """Refused before anything runs: a non-zero exit, one line, no traceback."""
