@@ -1057,9 +1057,9 @@ def turn_database() -> None:
                           played.most_common(4)), flush=True)
 
 
-if __name__ == "__main__":
-    import sys
-
+def main(argv: list[str]) -> None:
+    """The command line (``argv`` without the script's name): the parts named, in order (none:
+    every default part), with ``--set``'s changes; a bad one is one line (``SystemExit``)."""
     from physmocap.errors import PhysmocapError
     from physmocap.playback.balance import BalanceSettings
     parts = {"numerics": numerics, "one_leg": one_leg, "references": references,
@@ -1079,7 +1079,7 @@ if __name__ == "__main__":
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
              f"[{' '.join(extra)}] [--set NAME=VALUE ...]")
-    names, args = [], sys.argv[1:]
+    names, args = [], list(argv)
     while args:
         a = args.pop(0)
         if a == "--set":
@@ -1099,5 +1099,13 @@ if __name__ == "__main__":
         stepping_settings()                 # a value the settings refuse: one line, no run
     except PhysmocapError as e:
         raise SystemExit(f"physical_diagnosis.py: --set: {e}") from None
+    if _CHANGES:          # every "STEPPING" below is this one: say so before its figures
+        print("STEPPING / TrackingSettings changed by --set: "
+              + ", ".join(f"{k}={v}" for k, v in _CHANGES.items()))
     for part in (names or parts):
         parts.get(part, extra.get(part))()
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])

@@ -162,3 +162,12 @@ def test_bad_command_line_is_one_line(args, match):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and match in lines[0]
     assert r.stdout == ""
+
+
+def test_a_run_with_set_says_so_first(monkeypatch, capsys):
+    """Every part prints "STEPPING"; with ``--set`` the run's first line names the changes."""
+    monkeypatch.setattr(physical_diagnosis, "_CHANGES", {})
+    monkeypatch.setattr(physical_diagnosis, "numerics", lambda: print("ran"))  # no simulation
+    physical_diagnosis.main(["numerics", "--set", "ik_kz=0.34", "--set", "joint_max_torque=189"])
+    assert capsys.readouterr().out.splitlines() == [
+        "STEPPING / TrackingSettings changed by --set: ik_kz=0.34, joint_max_torque=189", "ran"]
