@@ -399,6 +399,41 @@ class LiveResult:
         return rep
 
 
+class _Frames:
+    """What a live run records per frame, written by frame index (so a predictive search that
+    goes back to an earlier frame writes over what it takes back), and measured at the end."""
+
+    def __init__(self, n: int, J: int, holds: int):
+        self.ref_root, self.ref_lrot = np.empty((n, 3)), np.empty((n, J, 4))
+        self.sim_root, self.sim_lrot = np.empty((n, 3)), np.empty((n, J, 4))
+        self.force, self.torque, self.pen = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.contacts = np.zeros((n, 2), bool)
+        self.c_ms, self.p_ms = np.zeros(n), np.zeros(n)
+        self.hold_err = np.full((n, holds), np.nan)
+
+    def put(self, i: int, out) -> None:
+        """Frame ``i`` from ``LivePlayback.step``'s return ``out``."""
+        (rr, rl), (sr, sl), info = out
+        self.ref_root[i], self.ref_lrot[i], self.sim_root[i], self.sim_lrot[i] = rr, rl, sr, sl
+        self.force[i], self.torque[i] = info["assist_force_n"], info["assist_torque_nm"]
+        self.pen[i], self.contacts[i] = info["penetration_m"], info["contacts"]
+        self.c_ms[i], self.p_ms[i] = info["controller_ms"], info["physics_ms"]
+        self.hold_err[i] = info["hold_error_m"]
+
+    def measure(self, controller, body: BodyTemplate, mode: str, falls: list, ratio: float,
+                environment: Environment | None) -> "LiveResult":
+        fps = 1.0 / controller.dt
+        ref = Motion(body.skeleton, fps, self.ref_root, quat.normalize(self.ref_lrot),
+                     {"source": "motion matching"})
+        skate, db_skate = _reference_skate(ref, body, controller, ratio)
+        res = measure(ref, self.sim_root, self.sim_lrot, body, mode, self.force, self.torque,
+                      self.pen, self.contacts, falls,
+                      float((self.c_ms + self.p_ms).sum() / 1e3),
+                      source=f"live physics playback ({mode})", environment=environment,
+                      hold_error_m=self.hold_err)
+        return LiveResult(res, self.c_ms, self.p_ms, skate, db_skate)
+
+
 def run_live(controller, duration: float, body: BodyTemplate | None = None, mode: str = "assist",
              settings: TrackingSettings = TrackingSettings(), progress=None,
              environment: Environment | None = None) -> LiveResult:
@@ -407,33 +442,15 @@ def run_live(controller, duration: float, body: BodyTemplate | None = None, mode
     require_numbers("run_live", ("duration",), duration=duration)            # s
     body = body or load_body()
     n = max(2, int(round(duration / controller.dt)))
-    J = len(body)
-    ref_root, ref_lrot = np.empty((n, 3)), np.empty((n, J, 4))
-    sim_root, sim_lrot = np.empty((n, 3)), np.empty((n, J, 4))
-    force, torque, pen = np.zeros(n), np.zeros(n), np.zeros(n)
-    contacts = np.zeros((n, 2), bool)
-    c_ms, p_ms = np.zeros(n), np.zeros(n)
-    hold_err = np.full((n, len(environment.holds) if environment else 0), np.nan)
+    rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
     with LivePlayback(controller, body, mode, settings, environment=environment) as live:
         for i in range(n):
-            (rr, rl), (sr, sl), info = live.step()
-            ref_root[i], ref_lrot[i], sim_root[i], sim_lrot[i] = rr, rl, sr, sl
-            force[i], torque[i] = info["assist_force_n"], info["assist_torque_nm"]
-            pen[i], contacts[i] = info["penetration_m"], info["contacts"]
-            c_ms[i], p_ms[i] = info["controller_ms"], info["physics_ms"]
-            hold_err[i] = info["hold_error_m"]
+            rec.put(i, live.step())
             if progress is not None and (i % 60 == 0 or i == n - 1):
                 progress("live playback", i + 1, n)
         falls = list(live.tracker.falls)
         ratio = live.retarget.ratio
-    fps = 1.0 / controller.dt
-    ref = Motion(body.skeleton, fps, ref_root, quat.normalize(ref_lrot),
-                 {"source": "motion matching"})
-    skate, db_skate = _reference_skate(ref, body, controller, ratio)
-    res = measure(ref, sim_root, sim_lrot, body, mode, force, torque, pen, contacts, falls,
-                  float((c_ms + p_ms).sum() / 1e3), source=f"live physics playback ({mode})",
-                  environment=environment, hold_error_m=hold_err)
-    return LiveResult(res, c_ms, p_ms, skate, db_skate)
+    return rec.measure(controller, body, mode, falls, ratio, environment)
 
 
 def _reference_skate(ref: Motion, body: BodyTemplate, controller, ratio: float):
