@@ -6,8 +6,8 @@
                                             [live_reference]             (default: all)
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
-                                            [turn_radius] [envelope]
-                                                         (the last eight not by default)
+                                            [turn_radius] [envelope] [live_predictive]
+                                                         (the last nine not by default)
                                             [--set NAME=VALUE ...]
 
 ``--set NAME=VALUE`` (repeatable) changes a gain of ``STEPPING`` (a ``BalanceSettings`` field)
@@ -72,6 +72,11 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   its reference's; first, how far the reference's planted feet slide at each speed (the live
   report's ``reference_foot_skate_mm``, straight, 6 s); a picture, ``out/envelope.png``
   (matplotlib; about 5 minutes on 2 CPUs);
+* ``live_predictive``: ``playback.predictive`` (the body's gains chosen every 0.25 s by
+  simulating 1 s ahead; the run is the chain of committed steps) on the inputs ``STEPPING`` falls on: the sharp
+  turns both ways and the figure eight mirrored, six headings, 20 s, beside ``STEPPING``
+  alone: when the head first drops below 1 m, how far body and reference walked, and what the
+  search cost (about 40 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -537,6 +542,77 @@ def stadium_path(radius: float, length: float = 5.0, speed: float = 1.1, arc: in
     pts = np.concatenate([[[0.0, 0.0], [length, 0.0]], far,
                           [[length, 2 * radius], [0.0, 2 * radius]], near])
     return PathFollower(pts, speed, closed=True)
+
+
+# the live inputs ``STEPPING`` falls on (``live_turns``, ``live_mirrored``): (name, mirrored)
+PREDICTIVE_TASKS = (("sharp_turns", False), ("sharp_turns", True), ("figure_eight", True))
+
+
+def _predictive_cell(args):
+    """One ``live_predictive`` run: ``(name, mirror, yaw, STEPPING's down s or None, the
+    predictive run's down s or None, its falls, (body, reference) path m, plan report,
+    wall s)``."""
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.trajectory import load_input
+    from physmocap.playback.predictive import PredictSettings, run_predictive
+    from physmocap.scene import _resolve
+    from physmocap.skeleton import forward_kinematics
+
+    name, mirror, yaw = args
+    body = load_body()
+    db, feats = live_database(stand=True)
+    s = stepping_settings()
+    src = load_input(_resolve(name, "inputs", "input"))
+    if mirror:
+        src, yaw = _mirrored_input(src), -yaw
+    plain = _heading_run(db, feats, body, s, src, yaw)[0]
+    t0 = time.perf_counter()
+    live, plan = run_predictive(Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw),
+                                20.0, body, s, PredictSettings())
+    m = live.result.motion
+    x, _ = forward_kinematics(m.skeleton, m.lrot, m.root_pos)
+    low = np.flatnonzero(x[:, body.index("Head"), 2] < 1.0)   # as ``_heading_run``'s "down"
+    down = None if low.size == 0 else (low[0] + 1) / m.fps
+    w = live.result.walked()
+    return (name, mirror, yaw, plain, down, len(live.result.falls), (w["body"], w["reference"]),
+            plan.report(), time.perf_counter() - t0)
+
+
+def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
+                    workers: int | None = None) -> None:
+    """``playback.predictive`` (gain sets chosen by simulating ahead) on the live inputs
+    ``STEPPING`` falls on (``tasks``: the sharp turns both ways, the figure eight mirrored),
+    at ``live_headings``' six headings (``yaws`` rad), 20 s: the predictive run's first head
+    below 1 m beside ``STEPPING``'s own, how far the body walked (its path against its
+    reference's), and what the search cost (frames simulated per frame played, dead ends gone
+    back from, wall time). About 20 s x 31 x 4 ms per run: some 40 minutes on 2 CPUs."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    jobs = [(name, mirror, yaw) for name, mirror in tasks for yaw in yaws]
+    n = workers or max(1, min(4, os.cpu_count() or 1))
+    print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings()) against "
+          f"STEPPING, 20 s, headings {', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
+          f"negated); {len(jobs)} runs on {n} processes")
+    with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
+        rows = list(pool.map(_predictive_cell, jobs))
+    for name, mirror in tasks:
+        rs = [r for r in rows if r[0] == name and r[1] == mirror]
+        fmt = (lambda d: "never" if d is None else f"{d:.2f}")
+        label = name + (" mirrored" if mirror else "")
+        print(f"  {label:22s} STEPPING up 20 s in {sum(r[3] is None for r in rs)} of "
+              f"{len(rs)} (down: {' '.join(fmt(r[3]) for r in rs)})")
+        print(f"  {'':22s} predictive up 20 s in {sum(r[4] is None for r in rs)} of {len(rs)} "
+              f"(down: {' '.join(fmt(r[4]) for r in rs)}); falls "
+              f"{' '.join(str(r[5]) for r in rs)}")
+        print(f"  {'':22s} walked (body/reference m): "
+              + " ".join(f"{r[6][0]:.1f}/{r[6][1]:.1f}" for r in rs))
+        print(f"  {'':22s} simulated per played frame "
+              + " ".join(f"{r[7]['simulated_per_played']:.0f}" for r in rs)
+              + "; dead ends " + " ".join(str(r[7]["backtracks"]) for r in rs)
+              + "; complete " + " ".join("y" if r[7]["complete"] else "n" for r in rs)
+              + "; wall s " + " ".join(f"{r[8]:.0f}" for r in rs))
 
 
 ENVELOPE_SPEEDS = (0.5, 0.7, 0.9, 1.1, 1.3, 1.5)          # m/s, the input's desired speed
@@ -1074,7 +1150,7 @@ def main(argv: list[str]) -> None:
                                                            "head_circle"), mirror=True),
              "turn_clips": turn_clips, "live_stands": live_stands,
              "turn_database": turn_database,
-             "envelope": envelope,
+             "envelope": envelope, "live_predictive": live_predictive,
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "

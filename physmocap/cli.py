@@ -538,6 +538,9 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
+    if args.predict:
+        raise PhysmocapError("--predict searches a live input's run (DB.npz --input NAME); a "
+                             "fixed motion plays without it", args.motion)
     refuse_overwrite([args.motion, *_scene_files(args.scene, "environments")],
                      [args.output, args.report, args.report_html])
     _need_plots(args)
@@ -677,6 +680,9 @@ def _play_settings(args):
     from .playback.track import balance_settings
     if args.balance == "stepping" and args.mode != "physical":
         args.parser.error("--balance stepping needs --mode physical")
+    if getattr(args, "predict", False) and args.balance != "stepping":
+        args.parser.error("--predict chooses --balance stepping's gains: it needs --mode "
+                          "physical --balance stepping")
     return replace(balance_settings(args.balance), recover_s=args.recover)
 
 
@@ -700,10 +706,19 @@ def _play_live(args) -> int:
     _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
-    live = run_live(ctrl, duration, mode=args.mode, settings=_play_settings(args),
-                    progress=Progress(not args.quiet), environment=env)
+    settings, plan = _play_settings(args), None
+    if args.predict:
+        from .playback.predictive import PredictSettings, run_predictive
+        live, plan = run_predictive(ctrl, duration, settings=settings,
+                                    predict=PredictSettings(), environment=env,
+                                    progress=Progress(not args.quiet))
+    else:
+        live = run_live(ctrl, duration, mode=args.mode, settings=settings,
+                        progress=Progress(not args.quiet), environment=env)
     write_bvh(live.result.motion, args.output)
     rep = live.report()
+    if plan is not None:         # the search's cost (its frames/s with the search)
+        rep["predictive"] = plan.report()
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
     _write_play_reports(args, live.result, rep)
     if not args.quiet:
@@ -719,6 +734,15 @@ def _play_live(args) -> int:
               f"mm/frame (the database's clips: {rep['reference_foot_skate_mm_database']:.1f})")
         print(f"  {rep['frames_per_second']:.0f} frames/s; latency {rep['latency_ms']['median']:.1f}"
               f" ms median, {rep['latency_ms']['p99']:.1f} ms p99 per frame")
+        if plan is not None:
+            pr = rep["predictive"]
+            print(f"  predictive: the committed steps above; the search simulated "
+                  f"{pr['simulated_per_played']:.0f} frames per frame played in "
+                  f"{pr['search_seconds']:.0f} s ({pr['frames_per_second']:.1f} frames/s with "
+                  f"it), {pr['decisions']} gain switches, "
+                  f"{pr['backtracks']} dead ends" + ("" if pr["complete"] else
+                                                    f"; incomplete: searched "
+                                                    f"{pr['frames_planned']} frames"))
         _print_holds(rep)
         _print_wrote(args)
     return 0
@@ -970,6 +994,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --mode physical: stepping = balance feedback that keeps a walk "
                     "up (foot placement, leg IK, compliant joints); none = PD tracking only")
+    sp.add_argument("--predict", action="store_true",
+                    help="with a live input, --mode physical --balance stepping: the body "
+                    "chooses its gains every 0.25 s by simulating 1 s ahead; the output is the "
+                    "chain of committed steps (fully physical; not real time: tens of frames "
+                    "simulated per frame played; playback/predictive.py)")
     sp.add_argument("--scene", help="scene objects and hand holds (shipped environment name "
                     "or TOML/JSON file, as 'solve --scene')")
     sp.add_argument("--loop", type=float, metavar="SECONDS",

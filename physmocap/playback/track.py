@@ -464,15 +464,7 @@ class Tracker:
                               s.iterations(mode), s.min_inertia)
         self.p, self.J = self.char.p, len(self.body)
         self.mass = float(self.body.total_mass)
-        sub = _subtree_mass(self.body)
-        self.max_torque = np.maximum(s.joint_max_torque * sub / sub[0], s.min_torque(mode))
-        # leg joints carry the body, not only the segments below them
-        for side in self.char.feet:
-            for j in side:
-                while j > 0:
-                    self.max_torque[j] = s.joint_max_torque
-                    j = self.body.skeleton.parents[j]
-        self._forces = [[float(t)] * 3 for t in self.max_torque[1:]]
+        self._set_limits(s.joint_max_torque)
         self._kp = [float(s.joint_kp)] * (self.J - 1)
         self._kd = [float(s.joint_kd)] * (self.J - 1)
         self._lead = s.lead(mode)
@@ -496,6 +488,47 @@ class Tracker:
             self.holds = Holds(self.char, environment, add_objects(self.char, environment.objects))
 
     # --- setup ----------------------------------------------------------------------------
+
+    def _set_limits(self, joint_max_torque: float) -> None:
+        """The motors' per-axis force limits ``max_torque (J,)`` N·m: ``joint_max_torque``
+        scaled by each joint's subtree mass, at least the mode's floor."""
+        sub = _subtree_mass(self.body)
+        self.max_torque = np.maximum(joint_max_torque * sub / sub[0],
+                                     self.s.min_torque(self.mode))
+        # leg joints carry the body, not only the segments below them
+        for side in self.char.feet:
+            for j in side:
+                while j > 0:
+                    self.max_torque[j] = joint_max_torque
+                    j = self.body.skeleton.parents[j]
+        self._forces = [[float(t)] * 3 for t in self.max_torque[1:]]
+
+    def set_balance_gains(self, gains: BalanceSettings,
+                          joint_max_torque: float | None = None) -> None:
+        """Switch the running balance controller to ``gains`` (its plans, contacts and clock
+        kept) and the motors' force limit to ``joint_max_torque`` N·m (``None``: the
+        settings'); fully physical with balance only (``predictive.py`` switches between gain
+        sets as the body walks). Gains whose ``plan_s``, ``kp``, ``kd`` or ``friction`` differ
+        from the running ones are refused: those are fixed when the controller is built."""
+        if self.balance is None:
+            raise SettingsError("Tracker.set_balance_gains: needs mode 'physical' with "
+                                "balance=True")
+        if not isinstance(gains, BalanceSettings):
+            raise SettingsError(f"Tracker.set_balance_gains: gains must be BalanceSettings, "
+                                f"got {type(gains).__name__}")
+        old = self.balance.s
+        for name in ("plan_s", "kp", "kd", "friction"):
+            if getattr(gains, name) != getattr(old, name):
+                raise SettingsError(f"Tracker.set_balance_gains: {name} cannot change while "
+                                    f"running ({getattr(old, name)!r} -> "
+                                    f"{getattr(gains, name)!r})")
+        jm = self.s.joint_max_torque if joint_max_torque is None else joint_max_torque
+        if not (np.isfinite(jm) and jm > 0):
+            raise SettingsError(f"Tracker.set_balance_gains: joint_max_torque must be > 0 N·m, "
+                                f"got {joint_max_torque!r}")
+        self._set_limits(float(jm))
+        self.balance.s = gains
+        self.balance.max_torque = self.max_torque
 
     def _check(self, root_pos, root_rot, lrot):
         root_pos = np.asarray(root_pos, float).reshape(3)

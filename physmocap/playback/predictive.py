@@ -1,0 +1,319 @@
+"""Predictive balance: a fully physical body that chooses its balance gains by simulating ahead.
+
+``STEPPING`` reacts to what the body does now; on the live sharp turns it falls in the first
+180° reversal, whatever its gains (``benchmarks/RESULTS.md``: about 40 changes and a search of
+about 980 gain sets). Some gain sets carry the body through a reversal turning one way and drop
+it elsewhere. Here the body switches between gain sets as it walks, choosing each by trying it:
+
+- every ``every_s`` s the live loop's whole state is saved (PyBullet ``saveState`` and a copy
+  of the Python state: the matching controller, the retargeting, the tracker and its balance
+  controller);
+- each candidate gain set (``STEPPING`` or the run's own gains, three sets from that search,
+  and ``random_sets`` drawn around the first) is played ``horizon_s`` s ahead from it; the one
+  whose head stays above ``head_m`` longest, then whose root ends nearest its reference's
+  (horizontally), is committed for the next ``every_s`` s;
+- where every candidate falls within ``every_s``, or the committed one falls inside it, the
+  point is a dead end: the search goes back to the point before and commits its next
+  candidate (depth first, as SAMCON's samples do in Liu et al., "Sampling-based contact-rich
+  motion control", 2010).
+
+The output is the chain of committed steps: each ``every_s`` s is simulated from the exact
+positions and velocities the step before ended with (PyBullet ``restoreState``), and nothing
+pushes the body; the search only chooses the gains its own balance controller uses. It is
+not one uninterrupted simulation, though: the solver's warm start begins afresh at each
+decision, and a found plan replayed from the start without saved states drifts from the
+chain within a second and may fall (measured, ``benchmarks/RESULTS.md``), so the chain
+itself is what is reported and measured. Limits, all in the report:
+
+- it is not real time: the lookahead simulates ``horizon_s / every_s`` times each candidate
+  (tens of frames per played frame, ``simulated_per_played``);
+- the lookahead plays the input ahead as its file has it. A path is known in advance; a live
+  joystick's or headset's future is not, so this is an offline mode for input scenes;
+- past its ``budget`` (or with no way on at all) the search stops and the rest of the run
+  is simulated with the last committed gains, falls and all (``complete`` false).
+"""
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import SettingsError, bad_number, require_numbers
+from ..scene import BodyTemplate, Environment, load_body
+from .balance import BalanceSettings
+from .track import TrackingSettings
+
+# Gain sets from the nineteenth session's search (``RESULTS.md``, "Live coupling, fully
+# physical"): changes to the run's own gains, and the motors' force limit (None: the run's).
+# ``weak_legs`` walks the sharp turns through two reversals turning one way; the other two
+# were the best of the search's second stage.
+SEARCHED_SETS = {
+    "weak_legs": (dict(ankle_lever=0.050, capture_width=0.044, capture_forward=0.021,
+                       capture_blend=0.153, ik_kz=0.34, ik_max=0.027, ik_kp=1.16, ik_kd=0.113,
+                       com_lateral=0.127, plant_speed=1.44, stance_yaw=0.58, clearance=0.042,
+                       motor_kp=0.231), 189.0),
+    "search_a": (dict(motor_kp=0.252, capture_width=0.067, capture_blend=0.273, ik_kp=1.105,
+                      ik_kd=0.173, ik_kz=0.161, clearance=0.029, recover_dist=0.076), None),
+    "search_b": (dict(motor_kp=0.272, capture_forward=-0.051, contact_height=0.0165,
+                      ankle_lever=0.095, ik_kp=0.724, ik_kd=0.094), None),
+}
+
+# Random sets: each gain changed with probability 0.4, by a log-normal factor of this spread
+# (``capture_forward``: plus a normal step of this many metres); the search's scales.
+_SPREAD = {"motor_kp": 0.15, "capture_width": 0.5, "capture_blend": 0.5, "ik_kp": 0.6,
+           "ik_kd": 0.6, "ik_kz": 0.6, "ik_max": 0.5, "com_lateral": 0.6, "stance_yaw": 0.6,
+           "clearance": 0.4, "plant_speed": 0.5, "swing_wait": 0.4, "recover_dist": 0.4,
+           "ankle_lever": 0.3, "recover_blend": 0.5}
+_STEP = {"capture_forward": 0.04}
+
+
+@dataclass(frozen=True)
+class PredictSettings:
+    """How the predictive search looks ahead.
+
+    Args:
+        every_s: s between decisions (a gain set is committed for this long).
+        horizon_s: s each candidate is simulated ahead (>= ``every_s``).
+        random_sets: random candidate sets per decision, besides the run's gains and
+            ``SEARCHED_SETS``.
+        seed: of the random sets (the same seed, the same plan).
+        budget: the most frames simulated per frame of the run; past it the search stops and
+            the rest of the run is played with the last gains (``complete`` false).
+        head_m: m, a fall: the head below this (as ``physical_diagnosis.py``'s "down").
+    """
+
+    every_s: float = 0.25
+    horizon_s: float = 1.0
+    random_sets: int = 4
+    seed: int = 0
+    budget: float = 100.0
+    head_m: float = 1.0
+
+    def __post_init__(self):
+        for name in ("every_s", "horizon_s", "budget", "head_m"):
+            v = getattr(self, name)
+            if bad_number(v, positive=True):
+                raise SettingsError(f"PredictSettings: {name} must be a finite number > 0, "
+                                    f"got {v!r}")
+        if self.horizon_s < self.every_s:
+            raise SettingsError(f"PredictSettings: horizon_s ({self.horizon_s}) must be at "
+                                f"least every_s ({self.every_s})")
+        for name in ("random_sets", "seed"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise SettingsError(f"PredictSettings: {name} must be a whole number >= 0, "
+                                    f"got {v!r}")
+
+
+@dataclass
+class Plan:
+    """A searched plan: which gain set from which frame, and what the search cost.
+
+    ``switches``: ``(frame, name)`` in frame order; ``sets``: name -> ``(BalanceSettings,
+    joint_max_torque N·m or None)``; ``frames``: frames the search decided (the run's, when
+    ``complete``; after them the last set plays on); ``played``: the run's frames;
+    ``simulated_frames``: every frame simulated, the run's own included; ``backtracks``: dead
+    ends gone back from; ``seconds``: the whole run's wall time."""
+
+    switches: list
+    sets: dict
+    frames: int
+    played: int
+    complete: bool
+    simulated_frames: int
+    backtracks: int
+    seconds: float
+
+    def report(self) -> dict:
+        kinds = {}
+        for _, name in self.switches:
+            k = name if name in SEARCHED_SETS or name == "own" else "random"
+            kinds[k] = kinds.get(k, 0) + 1
+        return dict(complete=self.complete, frames_planned=self.frames,
+                    simulated_per_played=round(self.simulated_frames / self.played, 1),
+                    backtracks=self.backtracks, search_seconds=round(self.seconds, 1),
+                    frames_per_second=round(self.played / max(self.seconds, 1e-9), 2),
+                    decisions=len(self.switches), sets_used=kinds)
+
+
+def _random_set(rng: np.random.Generator, base: BalanceSettings):
+    changes = {}
+    for k, sc in _SPREAD.items():
+        if rng.random() < 0.4:
+            changes[k] = float(getattr(base, k) * np.exp(rng.normal(0.0, sc)))
+    for k, sc in _STEP.items():
+        if rng.random() < 0.4:
+            changes[k] = float(getattr(base, k) + rng.normal(0.0, sc))
+    # half of them with weaker legs (the searched ``weak_legs`` carry 189 N·m)
+    jm = None if rng.random() < 0.5 else float(600.0 * np.exp(rng.normal(-0.6, 0.4)))
+    return replace(base, **changes), jm
+
+
+# --- the live loop's state, saved and restored ---------------------------------------------
+
+def _shared(live, d: dict) -> dict:
+    """``deepcopy`` memo of what every copy of a ``LivePlayback``'s ``__dict__`` ``d`` shares:
+    the read-only database, features, search index and bodies, the PyBullet character (its
+    Python side is fixed once built; its world is saved by PyBullet), the controller's
+    record (appended to; ``_restore`` cuts it back) and ``live`` itself (a ``speed_margin``
+    input source points back at it)."""
+    import pybullet
+    ctrl, tr = d["ctrl"], d["tracker"]
+    keep = (pybullet, ctrl.db, ctrl.features, ctrl.index, ctrl.valid, ctrl.record, d["body"],
+            tr.body, tr.char, live)
+    return {id(o): o for o in keep}
+
+
+def _snapshot(live) -> tuple:
+    ch = live.tracker.char
+    sid = ch.p.saveState(physicsClientId=ch.client)
+    rec = live.ctrl.record
+    lens = {k: len(v) for k, v in vars(rec).items() if isinstance(v, list)}
+    return (sid, copy.deepcopy(live.__dict__, _shared(live, live.__dict__)), lens,
+            rec.transitions)
+
+
+def _restore(live, snap) -> None:
+    sid, state, lens, transitions = snap
+    ch = live.tracker.char
+    ch.p.restoreState(sid, physicsClientId=ch.client)
+    live.__dict__.clear()
+    # a copy again: the snapshot stays usable for the next candidate
+    live.__dict__.update(copy.deepcopy(state, _shared(live, state)))
+    rec = live.ctrl.record
+    for k, n in lens.items():
+        del getattr(rec, k)[n:]
+    rec.transitions = transitions
+
+
+def _release(live, snap) -> None:
+    ch = live.tracker.char
+    ch.p.removeState(snap[0], physicsClientId=ch.client)
+
+
+def _head_z(live, head: int) -> float:
+    ch = live.tracker.char
+    return ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
+
+
+def _check(settings: TrackingSettings, environment: Environment | None) -> None:
+    if not settings.balance:
+        raise SettingsError("predictive balance needs a balance controller (balance=True, "
+                            "e.g. --balance stepping's gains)")
+    if environment is not None and environment.holds:
+        raise SettingsError("predictive balance: scenes with hand holds are not supported "
+                            "(a hold is a PyBullet constraint, which a saved state does not "
+                            "undo)")
+
+
+def run_predictive(controller, duration: float, body: BodyTemplate | None = None,
+                   settings: TrackingSettings = TrackingSettings(balance=True),
+                   predict: PredictSettings = PredictSettings(),
+                   environment: Environment | None = None, progress=None):
+    """The live loop, fully physical, for ``duration`` s with its balance gains chosen by
+    simulating ahead (module docstring). Returns ``(LiveResult, Plan)``: the committed chain,
+    measured as ``run_live``'s run is, and what the search chose and cost.
+
+    ``controller``: a ``matching.Controller`` at the start of its input scene (the search
+    copies it at every decision: afterwards the object passed in is not the one that played
+    the run, though its ``record`` is); ``settings``:
+    fully physical tracking with a balance controller (its gains are the set named ``own``).
+    ``progress(stage, done, total)``: the frames the search has committed.
+    """
+    from .live import LivePlayback, _Frames
+    require_numbers("run_predictive", ("duration",), duration=duration)         # s
+    _check(settings, environment)
+    body = body or load_body()
+    base = settings.balance_gains
+    sets = {"own": (base, None)}
+    for name, (changes, jm) in SEARCHED_SETS.items():
+        sets[name] = (replace(base, **changes), jm)
+    rng = np.random.default_rng(predict.seed)
+    head = body.index(settings.head)
+    t0 = time.perf_counter()
+    n = max(2, int(round(duration / controller.dt)))
+    n_every = max(1, int(round(predict.every_s / controller.dt)))
+    n_ahead = max(n_every, int(round(predict.horizon_s / controller.dt)))
+    rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
+    count = dict(simulated=0, backtracks=0)
+    # decision points: [frame, snapshot, candidates still open (best first), the best one,
+    # the one committed]
+    stack = []
+    with LivePlayback(controller, body, "physical", settings, environment=environment) as live:
+
+        def play(start: int, frames: int, stop_on_fall: bool) -> bool:
+            """Simulate and record frames ``start ..``; False where the head went down."""
+            for i in range(start, start + frames):
+                rec.put(i, live.step())
+                count["simulated"] += 1
+                if stop_on_fall and _head_z(live, head) < predict.head_m:
+                    return False
+            return True
+
+        def commit(node, name: str) -> None:
+            _restore(live, node[1])
+            live.tracker.set_balance_gains(*sets[name])
+            node[4] = name
+
+        # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
+        # world restored to before that placement is not the fresh one (measured: 3 mm apart
+        # in 0.25 s), a placed one is restored exactly
+        play(0, 1, False)
+        i, complete = 1, True
+        while i < n:
+            s0 = _snapshot(live)
+            names = list(sets)[:1 + len(SEARCHED_SETS)]
+            for r in range(predict.random_sets):
+                names.append(f"random_{i}_{r}")
+                sets[names[-1]] = _random_set(rng, base)
+            scored = []
+            for k, name in enumerate(names):
+                _restore(live, s0)
+                live.tracker.set_balance_gains(*sets[name])
+                fall = None
+                for f in range(min(n_ahead, n - i)):
+                    (rr, _), (sr, _), _ = live.step()
+                    count["simulated"] += 1
+                    if _head_z(live, head) < predict.head_m:
+                        fall = f + 1
+                        break
+                lag = float(np.hypot(*(np.asarray(rr[:2]) - sr[:2])))
+                # a later fall first, then the body nearer its reference (a body that steps in
+                # place stays up too); ties: the earlier candidate
+                scored.append((np.inf if fall is None else fall, -lag, -k, name))
+            scored.sort(reverse=True)
+            step = min(n_every, n - i)
+            stack.append([i, s0, [c[3] for c in scored if c[0] > step], scored[0][3], None])
+            while True:
+                while len(stack) > 1 and not stack[-1][2]:   # dead ends: back to the one before
+                    _release(live, stack.pop()[1])
+                    count["backtracks"] += 1
+                node = stack[-1]
+                if not node[2] or count["simulated"] > predict.budget * n:
+                    # no way on from the first point, or no budget left: the rest of the run
+                    # with the best choice here, as it comes
+                    commit(node, node[2][0] if node[2] else node[3])
+                    play(node[0], n - node[0], False)
+                    i, complete = n, False
+                    break
+                commit(node, node[2].pop(0))
+                step = min(n_every, n - node[0])
+                if play(node[0], step, True):
+                    i = node[0] + step
+                    break
+                # down inside the committed step though not in its rollout: a dead end too
+            if progress is not None:
+                progress("predictive search", i, n)
+        for node in stack:
+            _release(live, node[1])
+        falls = list(live.tracker.falls)
+        ratio, played = live.retarget.ratio, live.ctrl
+    result = rec.measure(played, body, "physical", falls, ratio, environment)
+    switches = [(node[0], node[4]) for node in stack]
+    used = {name for _, name in switches}
+    plan = Plan(switches, {k: v for k, v in sets.items() if k in used},
+                n if complete else stack[-1][0], n, complete, count["simulated"],
+                count["backtracks"], time.perf_counter() - t0)
+    return result, plan

@@ -1,0 +1,241 @@
+"""Predictive balance: gain sets chosen by simulating ahead; the committed steps are the run."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physmocap.errors import SettingsError
+from physmocap.matching.controller import Controller
+from physmocap.matching.trajectory import load_input
+from physmocap.playback import LivePlayback, Tracker, TrackingSettings
+from physmocap.playback import predictive as P
+from physmocap.playback.balance import STEPPING
+from physmocap.scene import Environment, HandHold
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+SETTINGS = TrackingSettings(balance=True, balance_gains=STEPPING)
+
+
+@pytest.fixture(scope="module")
+def live_db(data_dir):
+    """The benchmarks' live database (20 Bandai-Namco clips and a standing clip)."""
+    from _common import live_database
+    return live_database(stand=True)
+
+
+@pytest.fixture(scope="module")
+def sharp_turns(project_root):
+    return load_input(project_root / "scenes/inputs/sharp_turns.toml")
+
+
+def _head(live) -> float:
+    ch = live.tracker.char
+    return ch.p.getLinkState(ch.body, live.body.index("Head") - 1,
+                             physicsClientId=ch.client)[4][2]
+
+
+# --- settings -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [dict(every_s=0), dict(every_s=float("nan")),
+                                dict(horizon_s=-1), dict(horizon_s=0.1, every_s=0.25),
+                                dict(budget=0), dict(head_m=float("inf")),
+                                dict(random_sets=-1), dict(random_sets=1.5),
+                                dict(random_sets=True), dict(seed=-2)])
+def test_predict_settings_refuse_bad_values(kw):
+    with pytest.raises(SettingsError, match="PredictSettings: "):
+        P.PredictSettings(**kw)
+
+
+def test_search_refuses_what_it_cannot_undo(live_db, sharp_turns):
+    """A run without a balance controller has no gains to choose; a hand hold is a PyBullet
+    constraint, which a saved state does not take back."""
+    db, feats = live_db
+    ctrl = Controller(db, feats, sharp_turns)
+    with pytest.raises(SettingsError, match="needs a balance controller"):
+        P.run_predictive(ctrl, 1.0, settings=TrackingSettings())
+    env = Environment("grip", (), (HandHold("Right", 0.0, 1.0, None, (0.3, -0.2, 1.0)),))
+    with pytest.raises(SettingsError, match="hand holds are not supported"):
+        P.run_predictive(ctrl, 1.0, settings=SETTINGS, environment=env)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(SettingsError, match="run_predictive: duration"):
+            P.run_predictive(ctrl, bad, settings=SETTINGS)
+
+
+# --- switching gains while running ------------------------------------------------------------
+
+def test_set_balance_gains_sets_the_limits_a_fresh_tracker_has():
+    """Switched to ``joint_max_torque`` 189 N·m the motors' limits are those of a tracker
+    built with it; switched back, the run's own."""
+    tr = Tracker(mode="physical", settings=SETTINGS)
+    own = tr.max_torque.copy()
+    weak = Tracker(mode="physical", settings=dataclasses.replace(SETTINGS, joint_max_torque=189.0))
+    gains = dataclasses.replace(STEPPING, ik_kz=0.3)
+    tr.set_balance_gains(gains, 189.0)
+    assert np.array_equal(tr.max_torque, weak.max_torque)
+    assert tr.balance.s is gains and tr.balance.max_torque is tr.max_torque
+    assert tr._forces == weak._forces
+    tr.set_balance_gains(STEPPING)
+    assert np.array_equal(tr.max_torque, own)
+    for t in (tr, weak):
+        t.close()
+
+
+def test_set_balance_gains_refuses_what_is_fixed_when_built():
+    tr = Tracker(mode="physical", settings=SETTINGS)
+    for change in (dict(plan_s=0.02), dict(kp=(("legs", 1.0),)), dict(friction=0.5)):
+        with pytest.raises(SettingsError, match="cannot change while running"):
+            tr.set_balance_gains(dataclasses.replace(STEPPING, **change))
+    with pytest.raises(SettingsError, match="must be BalanceSettings"):
+        tr.set_balance_gains({"ik_kz": 0.3})
+    for bad in (0.0, -5.0, float("nan")):
+        with pytest.raises(SettingsError, match="joint_max_torque must be > 0"):
+            tr.set_balance_gains(STEPPING, bad)
+    tr.close()
+    assist = Tracker(mode="assist")
+    with pytest.raises(SettingsError, match="needs mode 'physical'"):
+        assist.set_balance_gains(STEPPING)
+    assist.close()
+
+
+# --- the saved state ----------------------------------------------------------------------------
+
+def test_a_restored_state_walks_on_exactly_as_before(live_db, sharp_turns):
+    """Saved 1 s in, the live loop walks 0.5 s on; restored after another gain set walked the
+    same 0.5 s, it walks them again bit for bit, and the controller's record is cut back to
+    the saved frame."""
+    db, feats = live_db
+    with LivePlayback(Controller(db, feats, sharp_turns), mode="physical",
+                      settings=SETTINGS) as live:
+        for _ in range(60):
+            live.step()
+        snap = P._snapshot(live)
+        n_rec = len(live.ctrl.record.frame)
+        first = [live.step()[1][0].copy() for _ in range(30)]
+        P._restore(live, snap)
+        changes, jm = P.SEARCHED_SETS["weak_legs"]
+        live.tracker.set_balance_gains(dataclasses.replace(STEPPING, **changes), jm)
+        for _ in range(30):
+            live.step()
+        P._restore(live, snap)
+        assert len(live.ctrl.record.frame) == n_rec
+        again = [live.step()[1][0].copy() for _ in range(30)]
+        P._release(live, snap)
+    assert np.array_equal(np.array(first), np.array(again))
+
+
+def test_searched_sets_are_gains():
+    """Every searched set names fields of ``BalanceSettings`` that hold numbers."""
+    for name, (changes, jm) in P.SEARCHED_SETS.items():
+        g = dataclasses.replace(STEPPING, **changes)
+        assert all(isinstance(getattr(g, k), float) for k in changes), name
+        assert jm is None or jm > 0
+
+
+# --- the search and its committed steps ----------------------------------------------------
+
+def test_the_run_is_the_committed_chain(live_db, sharp_turns, monkeypatch):
+    """Each decision point's state is where the run's committed frames left the body: the
+    result's simulated root one frame before each kept decision is the root the search
+    saved there (1.5 s, a random set per decision too); the controller's record holds the
+    committed frames only."""
+    db, feats = live_db
+    saved = {}
+    save = P._snapshot
+
+    def spy(live):
+        saved[round(live.ctrl.t / live.ctrl.dt)] = live._last_root
+        return save(live)
+    from physmocap.playback.live import LivePlayback as LP
+    step = LP.step
+
+    def step_spy(self):
+        out = step(self)
+        self._last_root = np.array(out[1][0])
+        return out
+    monkeypatch.setattr(P, "_snapshot", spy)
+    monkeypatch.setattr(LP, "step", step_spy)
+    ctrl = Controller(db, feats, sharp_turns)
+    res, plan = P.run_predictive(ctrl, 1.5, settings=SETTINGS,
+                                 predict=P.PredictSettings(random_sets=1))
+    assert plan.complete and plan.frames == plan.played == 90 and len(plan.switches) == 6
+    assert plan.report()["simulated_per_played"] > 1
+    assert [f for f, _ in plan.switches] == list(range(1, 90, 15))
+    roots = res.result.motion.root_pos
+    offset = 1          # the run's first frame steps the controller twice (placing the body)
+    for frame, _ in plan.switches:
+        assert np.array_equal(roots[frame - 1], saved[frame + offset]), frame
+    assert len(ctrl.record.contacts) == 90 + offset
+
+
+def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
+    """Past its budget the search stops after its first decision's look ahead; with the head
+    never as high as ``head_m`` every candidate is down at once, so there is no way on. Both
+    play the whole run with the best choice at that point and say they are incomplete."""
+    db, feats = live_db
+    for predict in (P.PredictSettings(budget=0.5), P.PredictSettings(head_m=3.0)):
+        res, plan = P.run_predictive(Controller(db, feats, sharp_turns), 1.0,
+                                     settings=SETTINGS, predict=predict)
+        assert not plan.complete and plan.frames == 1 and len(plan.switches) == 1
+        assert plan.report()["complete"] is False and res.result.motion.n_frames == 60
+    assert plan.backtracks == 0
+
+
+def test_predictive_walks_on_where_stepping_falls(live_db, sharp_turns):
+    """Issue 5, mode (b): the live sharp turns (as shipped) on the benchmarks' database.
+    ``STEPPING`` alone is down (head below 1 m) in the first 180° turn, at 5.4 s; with its
+    gains chosen by simulating ahead (``run_predictive``, ``PredictSettings()``), the body is
+    up through 6.5 s and through that turn, nothing pushing it. (20 s, six headings each way:
+    ``physical_diagnosis.py live_predictive``.)"""
+    db, feats = live_db
+    make = lambda: Controller(db, feats, sharp_turns)  # noqa: E731
+    with LivePlayback(make(), mode="physical", settings=SETTINGS) as live:
+        heads = []
+        for _ in range(int(6.5 * 60)):
+            live.step()
+            heads.append(_head(live))
+    assert min(heads) < 1.0
+    res, plan = P.run_predictive(make(), 6.5, settings=SETTINGS)
+    m = res.result.motion
+    from physmocap.skeleton import forward_kinematics
+    x, _ = forward_kinematics(m.skeleton, m.lrot, m.root_pos)
+    assert plan.complete and m.n_frames == int(6.5 * 60)
+    assert x[:, m.skeleton.names.index("Head"), 2].min() > 1.0
+    assert res.report()["falls"] == []
+
+
+# --- the command line -----------------------------------------------------------------------
+
+def test_cli_play_predict(live_db, tmp_path, capsys):
+    """``play DB.npz --input NAME --mode physical --balance stepping --predict``: the committed
+    run's report, with what the search cost; ``--predict`` without ``--balance stepping`` is a
+    usage error (exit 2), on a fixed motion one line and exit 1."""
+    import json
+
+    from physmocap.cli import main
+    from physmocap.io.deepmimic import pybullet_motion_path
+    from physmocap.matching.database import save_database
+    save_database(live_db[0], tmp_path / "db.npz")
+    args = ["play", str(tmp_path / "db.npz"), "--input", "sharp_turns", "--duration", "1",
+            "-o", str(tmp_path / "sim.bvh"), "--report", str(tmp_path / "r.json")]
+    code = main(args + ["--mode", "physical", "--balance", "stepping", "--predict"])
+    out = capsys.readouterr().out
+    assert code == 0 and "predictive: the committed steps" in out
+    rep = json.loads((tmp_path / "r.json").read_text())
+    pr = rep["predictive"]
+    assert pr["complete"] and pr["frames_planned"] == 60 and pr["decisions"] >= 4
+    assert pr["simulated_per_played"] > 1 and 0 < pr["frames_per_second"] < rep[
+        "frames_per_second"]
+    assert rep["falls"] == [] and rep["root_assist_force_max_n"] == 0.0
+    with pytest.raises(SystemExit) as e:
+        main(args + ["--mode", "physical", "--predict"])
+    assert e.value.code == 2 and "--predict" in capsys.readouterr().err
+    clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
+    code = main(["play", clip, "-o", str(tmp_path / "x.bvh"), "--mode", "physical",
+                 "--balance", "stepping", "--predict"])
+    err = capsys.readouterr().err
+    assert code == 1 and "--predict" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.bvh").exists()
