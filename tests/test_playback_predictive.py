@@ -227,8 +227,9 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
     rep = json.loads((tmp_path / "r.json").read_text())
     pr = rep["predictive"]
     assert pr["complete"] and pr["frames_planned"] == 60 and pr["decisions"] >= 4
-    assert pr["simulated_per_played"] > 1 and 0 < pr["frames_per_second"] < rep[
-        "frames_per_second"]
+    # the report's speed is the whole search's, slower than its committed steps alone
+    assert pr["simulated_per_played"] > 1 and rep["frames_per_second"] == pr[
+        "frames_per_second"] < pr["committed_frames_per_second"]
     assert rep["falls"] == [] and rep["root_assist_force_max_n"] == 0.0
     with pytest.raises(SystemExit) as e:
         main(args + ["--mode", "physical", "--predict"])

@@ -22,8 +22,8 @@ positions and velocities the step before ended with (PyBullet ``restoreState``),
 pushes the body; the search only chooses the gains its own balance controller uses. It is
 not one uninterrupted simulation, though: the solver's warm start begins afresh at each
 decision, and a found plan replayed from the start without saved states drifts from the
-chain within a second and may fall (measured, ``benchmarks/RESULTS.md``), so the chain
-itself is what is reported and measured. Limits, all in the report:
+chain (measured: bit for bit for 0.8 s, 3 mm apart at 1 s, 1 m at 8 s) and may fall
+(``benchmarks/RESULTS.md``), so the chain itself is what is reported and measured. Limits, all in the report:
 
 - it is not real time: the lookahead simulates ``horizon_s / every_s`` times each candidate
   (tens of frames per played frame, ``simulated_per_played``);
@@ -139,6 +139,8 @@ class Plan:
 
 
 def _random_set(rng: np.random.Generator, base: BalanceSettings):
+    """A random candidate: ``(BalanceSettings, joint_max_torque N·m or None)`` around ``base``
+    at the gain search's scales."""
     changes = {}
     for k, sc in _SPREAD.items():
         if rng.random() < 0.4:
