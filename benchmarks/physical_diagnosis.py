@@ -76,7 +76,7 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   simulating 1 s ahead; the run is the chain of committed steps) on the inputs ``STEPPING`` falls on: the sharp
   turns both ways and the figure eight mirrored, six headings, 20 s, beside ``STEPPING``
   alone: when the head first drops below 1 m, how far body and reference walked, and what the
-  search cost (about 40 minutes on 2 CPUs);
+  search cost (about 60 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -585,7 +585,7 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     at ``live_headings``' six headings (``yaws`` rad), 20 s: the predictive run's first head
     below 1 m beside ``STEPPING``'s own, how far the body walked (its path against its
     reference's), and what the search cost (frames simulated per frame played, dead ends gone
-    back from, wall time). About 20 s x 31 x 4 ms per run: some 40 minutes on 2 CPUs."""
+    back from, wall time). 2.5-8.5 minutes per run: about 60 minutes on 2 CPUs."""
     import os
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
