@@ -44,7 +44,8 @@ def _head(live) -> float:
                                 dict(horizon_s=-1), dict(horizon_s=0.1, every_s=0.25),
                                 dict(budget=0), dict(head_m=float("inf")),
                                 dict(random_sets=-1), dict(random_sets=1.5),
-                                dict(random_sets=True), dict(seed=-2)])
+                                dict(random_sets=True), dict(seed=-2),
+                                dict(branch=0), dict(branch=2.0), dict(branch=True)])
 def test_predict_settings_refuse_bad_values(kw):
     with pytest.raises(SettingsError, match="PredictSettings: "):
         P.PredictSettings(**kw)
@@ -182,6 +183,19 @@ def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
         assert not plan.complete and plan.frames == 1 and len(plan.switches) == 1
         assert plan.report()["complete"] is False and res.result.motion.n_frames == 60
     assert plan.backtracks == 0
+
+
+def test_branch_matters_only_at_dead_ends(live_db, sharp_turns):
+    """``branch=1`` commits each decision's best candidate only; where the search meets no
+    dead end (the first second) the run is the same, bit for bit, as with every candidate."""
+    db, feats = live_db
+    runs = [P.run_predictive(Controller(db, feats, sharp_turns), 1.0, settings=SETTINGS,
+                             predict=P.PredictSettings(random_sets=1, branch=b))
+            for b in (None, 1)]
+    (a, pa), (b, pb) = runs
+    assert pa.complete and pb.complete and pa.backtracks == pb.backtracks == 0
+    assert pa.switches == pb.switches
+    assert np.array_equal(a.result.motion.root_pos, b.result.motion.root_pos)
 
 
 def test_predictive_walks_on_where_stepping_falls(live_db, sharp_turns):

@@ -82,6 +82,9 @@ class PredictSettings:
         budget: the most frames simulated per frame of the run; past it the search stops and
             the rest of the run is played with the last gains (``complete`` false).
         head_m: m, a fall: the head below this (as ``physical_diagnosis.py``'s "down").
+        branch: the most candidates committed in turn at one decision, best first, before
+            the search goes back further (``None``: every candidate still up after
+            ``every_s``). Fewer let the search go back further for the same budget.
     """
 
     every_s: float = 0.25
@@ -90,6 +93,7 @@ class PredictSettings:
     seed: int = 0
     budget: float = 100.0
     head_m: float = 1.0
+    branch: int | None = None
 
     def __post_init__(self):
         for name in ("every_s", "horizon_s", "budget", "head_m"):
@@ -105,6 +109,11 @@ class PredictSettings:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise SettingsError(f"PredictSettings: {name} must be a whole number >= 0, "
                                     f"got {v!r}")
+        b = self.branch
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer))
+                              or b < 1):
+            raise SettingsError(f"PredictSettings: branch must be None or a whole number >= 1, "
+                                f"got {b!r}")
 
 
 @dataclass
@@ -287,7 +296,8 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
                 scored.append((np.inf if fall is None else fall, -lag, -k, name))
             scored.sort(reverse=True)
             step = min(n_every, n - i)
-            stack.append([i, s0, [c[3] for c in scored if c[0] > step], scored[0][3], None])
+            up = [c[3] for c in scored if c[0] > step][:predict.branch]
+            stack.append([i, s0, up, scored[0][3], None])
             while True:
                 while len(stack) > 1 and not stack[-1][2]:   # dead ends: back to the one before
                     _release(live, stack.pop()[1])
