@@ -84,7 +84,8 @@ class PredictSettings:
         head_m: m, a fall: the head below this (as ``physical_diagnosis.py``'s "down").
         branch: the most candidates committed in turn at one decision, best first, before
             the search goes back further (``None``: every candidate still up after
-            ``every_s``). Fewer let the search go back further for the same budget.
+            ``every_s``). Fewer let the search go back further for the same budget (measured
+            against all eight: ``benchmarks/RESULTS.md``, "Live coupling, fully physical").
     """
 
     every_s: float = 0.25
@@ -93,7 +94,7 @@ class PredictSettings:
     seed: int = 0
     budget: float = 100.0
     head_m: float = 1.0
-    branch: int | None = None
+    branch: int | None = 3
 
     def __post_init__(self):
         for name in ("every_s", "horizon_s", "budget", "head_m"):
