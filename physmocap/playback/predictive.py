@@ -14,7 +14,7 @@ it elsewhere. Here the body switches between gain sets as it walks, choosing eac
   (horizontally), is committed for the next ``every_s`` s;
 - where every candidate falls within ``every_s``, or the committed one falls inside it, the
   point is a dead end: the search goes back to the point before and commits its next
-  candidate (depth first, as SAMCON's samples do in Liu et al., "Sampling-based contact-rich
+  candidate, at most ``branch`` of them per point (depth first, as SAMCON's samples do in Liu et al., "Sampling-based contact-rich
   motion control", 2010).
 
 The output is the chain of committed steps: each ``every_s`` s is simulated from the exact
@@ -23,7 +23,8 @@ pushes the body; the search only chooses the gains its own balance controller us
 not one uninterrupted simulation, though: the solver's warm start begins afresh at each
 decision, and a found plan replayed from the start without saved states drifts from the
 chain (measured: bit for bit for 0.8 s, 3 mm apart at 1 s, 1 m at 8 s) and may fall
-(``benchmarks/RESULTS.md``), so the chain itself is what is reported and measured. Limits, all in the report:
+(``benchmarks/RESULTS.md``), so the chain itself is what is reported and measured.
+Limits, all in the report:
 
 - it is not real time: the lookahead simulates ``horizon_s / every_s`` times each candidate
   (tens of frames per played frame, ``simulated_per_played``);
@@ -230,9 +231,9 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
 
     ``controller``: a ``matching.Controller`` at the start of its input scene (the search
     copies it at every decision: afterwards the object passed in is not the one that played
-    the run, though its ``record`` is); ``settings``:
-    fully physical tracking with a balance controller (its gains are the set named ``own``).
-    ``progress(stage, done, total)``: the frames the search has committed.
+    the run, though its ``record`` is). ``settings``: fully physical tracking with a balance
+    controller (its gains are the set named ``own``). ``progress(stage, done, total)``: the
+    frames the search has committed.
     """
     from .live import LivePlayback, _Frames
     require_numbers("run_predictive", ("duration",), duration=duration)         # s
