@@ -73,10 +73,10 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   report's ``reference_foot_skate_mm``, straight, 6 s); a picture, ``out/envelope.png``
   (matplotlib; about 5 minutes on 2 CPUs);
 * ``live_predictive``: ``playback.predictive`` (the body's gains chosen every 0.25 s by
-  simulating 1 s ahead; the run is the chain of committed steps) on the inputs ``STEPPING`` falls on: the sharp
-  turns both ways and the figure eight mirrored, six headings, 20 s, beside ``STEPPING``
-  alone: when the head first drops below 1 m, how far body and reference walked, and what the
-  search cost (about 60 minutes on 2 CPUs);
+  simulating 1 s ahead; the run is the chain of committed steps) on the inputs ``STEPPING``
+  falls on: the sharp turns both ways and the figure eight mirrored, six headings, 20 s,
+  beside ``STEPPING`` alone: when the head first drops below 1 m, how far body and
+  reference walked, and what the search cost (about 60 minutes on 2 CPUs);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -556,7 +556,6 @@ def _predictive_cell(args):
     from physmocap.matching.trajectory import load_input
     from physmocap.playback.predictive import PredictSettings, run_predictive
     from physmocap.scene import _resolve
-    from physmocap.skeleton import forward_kinematics
 
     name, mirror, yaw = args
     body = load_body()
@@ -570,8 +569,9 @@ def _predictive_cell(args):
     live, plan = run_predictive(Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw),
                                 20.0, body, s, PredictSettings())
     m = live.result.motion
-    x, _ = forward_kinematics(m.skeleton, m.lrot, m.root_pos)
-    low = np.flatnonzero(x[:, body.index("Head"), 2] < 1.0)   # as ``_heading_run``'s "down"
+    # the recorded motion's head joint (``_heading_run`` and the search watch PyBullet's head
+    # link frame: a run can differ by a frame, RESULTS.md)
+    low = np.flatnonzero(m.gpos[:, body.index("Head"), 2] < 1.0)
     down = None if low.size == 0 else (low[0] + 1) / m.fps
     w = live.result.walked()
     return (name, mirror, yaw, plain, down, len(live.result.falls), (w["body"], w["reference"]),

@@ -14,8 +14,8 @@ it elsewhere. Here the body switches between gain sets as it walks, choosing eac
   (horizontally), is committed for the next ``every_s`` s;
 - where every candidate falls within ``every_s``, or the committed one falls inside it, the
   point is a dead end: the search goes back to the point before and commits its next
-  candidate, at most ``branch`` of them per point (depth first, as SAMCON's samples do in Liu et al., "Sampling-based contact-rich
-  motion control", 2010).
+  candidate, at most ``branch`` of them per point (depth first, as SAMCON's samples do in
+  Liu et al., "Sampling-based contact-rich motion control", 2010).
 
 The output is the chain of committed steps: each ``every_s`` s is simulated from the exact
 positions and velocities the step before ended with (PyBullet ``restoreState``), and nothing
@@ -256,14 +256,16 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     stack = []
     with LivePlayback(controller, body, "physical", settings, environment=environment) as live:
 
-        def play(start: int, frames: int, stop_on_fall: bool) -> bool:
-            """Simulate and record frames ``start ..``; False where the head went down."""
-            for i in range(start, start + frames):
+        def play(start: int, frames: int, stop_on_fall: bool = True) -> int | None:
+            """Simulate and record frames ``start ..``: the frames to the head's going down
+            (``stop_on_fall``: stopped there), or None. A look-ahead's frames are recorded
+            too; the committed steps write over them."""
+            for f, i in enumerate(range(start, start + frames)):
                 rec.put(i, live.step())
                 count["simulated"] += 1
                 if stop_on_fall and _head_z(live, head) < predict.head_m:
-                    return False
-            return True
+                    return f + 1
+            return None
 
         def commit(node, name: str) -> None:
             _restore(live, node[1])
@@ -273,7 +275,7 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
         # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
         # world restored to before that placement is not the fresh one (measured: 3 mm apart
         # in 0.25 s), a placed one is restored exactly
-        play(0, 1, False)
+        play(0, 1, stop_on_fall=False)
         i, complete = 1, True
         while i < n:
             s0 = _snapshot(live)
@@ -285,14 +287,10 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
             for k, name in enumerate(names):
                 _restore(live, s0)
                 live.tracker.set_balance_gains(*sets[name])
-                fall = None
-                for f in range(min(n_ahead, n - i)):
-                    (rr, _), (sr, _), _ = live.step()
-                    count["simulated"] += 1
-                    if _head_z(live, head) < predict.head_m:
-                        fall = f + 1
-                        break
-                lag = float(np.hypot(*(np.asarray(rr[:2]) - sr[:2])))
+                ahead = min(n_ahead, n - i)
+                fall = play(i, ahead)
+                last = i + (ahead if fall is None else fall) - 1
+                lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
                 # a later fall first, then the body nearer its reference (a body that steps in
                 # place stays up too); ties: the earlier candidate
                 scored.append((np.inf if fall is None else fall, -lag, -k, name))
@@ -309,12 +307,12 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
                     # no way on from the first point, or no budget left: the rest of the run
                     # with the best choice here, as it comes
                     commit(node, node[2][0] if node[2] else node[3])
-                    play(node[0], n - node[0], False)
+                    play(node[0], n - node[0], stop_on_fall=False)
                     i, complete = n, False
                     break
                 commit(node, node[2].pop(0))
                 step = min(n_every, n - node[0])
-                if play(node[0], step, True):
+                if play(node[0], step) is None:
                     i = node[0] + step
                     break
                 # down inside the committed step though not in its rollout: a dead end too
