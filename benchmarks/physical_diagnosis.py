@@ -546,6 +546,20 @@ def stadium_path(radius: float, length: float = 5.0, speed: float = 1.1, arc: in
 
 # the live inputs ``STEPPING`` falls on (``live_turns``, ``live_mirrored``): (name, mirrored)
 PREDICTIVE_TASKS = (("sharp_turns", False), ("sharp_turns", True), ("figure_eight", True))
+# the straight walks ``STEPPING`` falls on at every heading (``envelope``: the stick full forward
+# at 0.5 and 1.5 m/s, the database's walks moving at 1.06-1.12 m/s)
+PREDICTIVE_ENVELOPE_TASKS = (("straight@0.5", False), ("straight@1.5", False))
+
+
+def _task_input(name: str):
+    """A ``live_predictive`` task's input: ``straight@V``, ``envelope``'s straight joystick walk
+    at V m/s; else the shipped input scene ``name``."""
+    from physmocap.matching.trajectory import load_input
+    from physmocap.scene import _resolve
+
+    if name.startswith("straight@"):
+        return _envelope_input(float(name.split("@")[1]), np.inf)
+    return load_input(_resolve(name, "inputs", "input"))
 
 
 def _predictive_cell(args):
@@ -553,15 +567,13 @@ def _predictive_cell(args):
     predictive run's down s or None, its falls, (body, reference) path m, plan report,
     wall s)``."""
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input
     from physmocap.playback.predictive import PredictSettings, run_predictive
-    from physmocap.scene import _resolve
 
     name, mirror, yaw = args
     body = load_body()
     db, feats = live_database(stand=True)
     s = stepping_settings()
-    src = load_input(_resolve(name, "inputs", "input"))
+    src = _task_input(name)
     if mirror:
         src, yaw = _mirrored_input(src), -yaw
     plain = _heading_run(db, feats, body, s, src, yaw)[0]
@@ -595,8 +607,12 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings()) against "
           f"STEPPING, 20 s, headings {', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
           f"negated); {len(jobs)} runs on {n} processes")
+    rows, t0 = [], time.perf_counter()
     with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
-        rows = list(pool.map(_predictive_cell, jobs))
+        for r in pool.map(_predictive_cell, jobs):
+            rows.append(r)
+            print(f"  run {len(rows)}/{len(jobs)} ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
     for name, mirror in tasks:
         rs = [r for r in rows if r[0] == name and r[1] == mirror]
         fmt = (lambda d: "never" if d is None else f"{d:.2f}")
@@ -1151,6 +1167,7 @@ def main(argv: list[str]) -> None:
              "turn_clips": turn_clips, "live_stands": live_stands,
              "turn_database": turn_database,
              "envelope": envelope, "live_predictive": live_predictive,
+             "envelope_predictive": lambda: live_predictive(PREDICTIVE_ENVELOPE_TASKS),
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "

@@ -19,8 +19,8 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 import physical_diagnosis  # noqa: E402
 from physical_diagnosis import (  # noqa: E402
-    _envelope_input, _mirrored_input, _plot_envelope, _turned_input, stadium_path,
-    stepping_settings)
+    PREDICTIVE_ENVELOPE_TASKS, _envelope_input, _mirrored_input, _plot_envelope, _task_input,
+    _turned_input, stadium_path, stepping_settings)
 
 from physmocap.playback.balance import STEPPING, BalanceSettings  # noqa: E402
 from physmocap.playback.track import TrackingSettings  # noqa: E402
@@ -108,6 +108,16 @@ def test_envelope_tasks_ask_for_their_speed(speed):
     path = _envelope_input(speed, 0.75)
     assert path.speed == speed
     assert np.array_equal(path.points, stadium_path(0.75, speed=speed).points)
+
+
+def test_predictive_tasks_are_the_envelope_walks_and_the_scenes():
+    """``live_predictive``'s ``straight@V`` is ``envelope``'s straight walk at V m/s (the
+    envelope's predictive tasks ask for 0.5 and 1.5 m/s); another name is its input scene."""
+    for (name, _), speed in zip(PREDICTIVE_ENVELOPE_TASKS, (0.5, 1.5)):
+        v, _ = _task_input(name).desired(2.0, np.zeros(3), None)
+        np.testing.assert_allclose(v, [speed, 0.0, 0.0], atol=1e-12)
+    turns = _task_input("sharp_turns")
+    assert np.array_equal(turns.points, _input("sharp_turns").points)
 
 
 def test_envelope_picture(tmp_path, monkeypatch):
