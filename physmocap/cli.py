@@ -680,6 +680,8 @@ def _play_settings(args):
     from .playback.track import balance_settings
     if args.balance == "stepping" and args.mode != "physical":
         args.parser.error("--balance stepping needs --mode physical")
+    if getattr(args, "predict_budget", None) is not None and not args.predict:
+        args.parser.error("--predict-budget is the --predict search's: it needs --predict")
     if getattr(args, "predict", False) and args.balance != "stepping":
         args.parser.error("--predict chooses --balance stepping's gains: it needs --mode "
                           "physical --balance stepping")
@@ -709,8 +711,10 @@ def _play_live(args) -> int:
     settings, plan = _play_settings(args), None
     if args.predict:
         from .playback.predictive import PredictSettings, run_predictive
-        live, plan = run_predictive(ctrl, duration, settings=settings,
-                                    predict=PredictSettings(), environment=env,
+        predict = PredictSettings() if args.predict_budget is None else PredictSettings(
+            budget=args.predict_budget)
+        live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
+                                    environment=env,
                                     progress=Progress(not args.quiet))
     else:
         live = run_live(ctrl, duration, mode=args.mode, settings=settings,
@@ -719,7 +723,7 @@ def _play_live(args) -> int:
     rep = live.report()
     if plan is not None:
         # the run's speed is the search's: the committed steps alone are a small part of it
-        rep["predictive"] = dict(plan.report(),
+        rep["predictive"] = dict(plan.report(), budget=predict.budget,
                                  committed_frames_per_second=rep["frames_per_second"])
         rep["frames_per_second"] = rep["predictive"]["frames_per_second"]
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
@@ -748,7 +752,9 @@ def _play_live(args) -> int:
                   f"theirs), {pr['decisions']} gain switches, "
                   f"{pr['backtracks']} dead ends" + ("" if pr["complete"] else
                                                     f"; incomplete: searched "
-                                                    f"{pr['frames_planned']} frames"))
+                                                    f"{pr['frames_planned']} frames within its "
+                                                    f"budget (--predict-budget "
+                                                    f"{pr['budget']:g})"))
         _print_holds(rep)
         _print_wrote(args)
     return 0
@@ -1005,6 +1011,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "chooses its gains every 0.25 s by simulating 1 s ahead; the output is the "
                     "chain of committed steps (fully physical; not real time: tens of frames "
                     "simulated per frame played; playback/predictive.py)")
+    sp.add_argument("--predict-budget", type=_positive_float, metavar="FRAMES",
+                    help="with --predict: the most frames simulated per frame played (default "
+                    "100); past it the rest plays with the last gains and the report says "
+                    "incomplete")
     sp.add_argument("--scene", help="scene objects and hand holds (shipped environment name "
                     "or TOML/JSON file, as 'solve --scene')")
     sp.add_argument("--loop", type=float, metavar="SECONDS",

@@ -224,7 +224,9 @@ def test_predictive_walks_on_where_stepping_falls(live_db, sharp_turns):
 def test_cli_play_predict(live_db, tmp_path, capsys):
     """``play DB.npz --input NAME --mode physical --balance stepping --predict``: the committed
     run's report, with what the search cost; ``--predict`` without ``--balance stepping`` is a
-    usage error (exit 2), on a fixed motion one line and exit 1."""
+    usage error (exit 2), as are ``--predict-budget`` without ``--predict`` and a budget not
+    above 0; a small budget ends the search early, said in the report and the output; on a
+    fixed motion one line and exit 1."""
     import json
 
     from physmocap.cli import main
@@ -243,9 +245,22 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
     assert pr["simulated_per_played"] > 1 and rep["frames_per_second"] == pr[
         "frames_per_second"] < pr["committed_frames_per_second"]
     assert rep["falls"] == [] and rep["root_assist_force_max_n"] == 0.0
-    with pytest.raises(SystemExit) as e:
-        main(args + ["--mode", "physical", "--predict"])
-    assert e.value.code == 2 and "--predict" in capsys.readouterr().err
+    assert pr["budget"] == 100
+    # a budget smaller than one decision's look-ahead: the search stops at once, and says so
+    (tmp_path / "r.json").unlink()
+    code = main(args + ["--mode", "physical", "--balance", "stepping", "--predict",
+                        "--predict-budget", "2"])
+    out = capsys.readouterr().out
+    pr = json.loads((tmp_path / "r.json").read_text())["predictive"]
+    assert code == 0 and pr["budget"] == 2 and not pr["complete"]
+    assert pr["simulated_per_played"] < 1 + 8 * 2 and "--predict-budget 2" in out
+    for bad in (["--mode", "physical", "--predict"],
+                ["--mode", "physical", "--balance", "stepping", "--predict-budget", "50"],
+                ["--mode", "physical", "--balance", "stepping", "--predict",
+                 "--predict-budget", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(args + bad)
+        assert e.value.code == 2 and "--predict" in capsys.readouterr().err
     clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
     code = main(["play", clip, "-o", str(tmp_path / "x.bvh"), "--mode", "physical",
                  "--balance", "stepping", "--predict"])
