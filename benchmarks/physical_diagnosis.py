@@ -569,7 +569,7 @@ def _predictive_cell(args):
     from physmocap.matching.controller import Controller
     from physmocap.playback.predictive import PredictSettings, run_predictive
 
-    name, mirror, yaw = args
+    name, mirror, yaw, budget = args
     body = load_body()
     db, feats = live_database(stand=True)
     s = stepping_settings()
@@ -579,7 +579,7 @@ def _predictive_cell(args):
     plain = _heading_run(db, feats, body, s, src, yaw)[0]
     t0 = time.perf_counter()
     live, plan = run_predictive(Controller(db, feats, _turned_input(src, yaw), start_yaw=yaw),
-                                20.0, body, s, PredictSettings())
+                                20.0, body, s, PredictSettings(budget=budget))
     m = live.result.motion
     # the recorded motion's head joint (``_heading_run`` and the search watch PyBullet's head
     # link frame: a run can differ by a frame, RESULTS.md)
@@ -591,20 +591,22 @@ def _predictive_cell(args):
 
 
 def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
-                    workers: int | None = None) -> None:
+                    workers: int | None = None, budget: float = 100.0) -> None:
     """``playback.predictive`` (gain sets chosen by simulating ahead) on the live inputs
     ``STEPPING`` falls on (``tasks``: the sharp turns both ways, the figure eight mirrored),
     at ``live_headings``' six headings (``yaws`` rad), 20 s: the predictive run's first head
     below 1 m beside ``STEPPING``'s own, how far the body walked (its path against its
     reference's), and what the search cost (frames simulated per frame played, dead ends gone
-    back from, wall time). 2.5-8.5 minutes per run: about 60 minutes on 2 CPUs."""
+    back from, wall time), with ``budget`` frames simulated per frame played (the default's).
+    2.5-8.5 minutes per run: about 60 minutes on 2 CPUs."""
     import os
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    jobs = [(name, mirror, yaw) for name, mirror in tasks for yaw in yaws]
+    jobs = [(name, mirror, yaw, budget) for name, mirror in tasks for yaw in yaws]
     n = workers or max(1, min(4, os.cpu_count() or 1))
-    print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings()) against "
+    print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings(budget="
+          f"{budget:g})) against "
           f"STEPPING, 20 s, headings {', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
           f"negated); {len(jobs)} runs on {n} processes")
     rows, t0 = [], time.perf_counter()
@@ -1168,6 +1170,9 @@ def main(argv: list[str]) -> None:
              "turn_database": turn_database,
              "envelope": envelope, "live_predictive": live_predictive,
              "envelope_predictive": lambda: live_predictive(PREDICTIVE_ENVELOPE_TASKS),
+             # the slow walk's runs that ran out of the default budget, with three times it
+             "slow_predictive_300": lambda: live_predictive(
+                 PREDICTIVE_ENVELOPE_TASKS[:1], yaws=(0.0, 0.7, 2.0, 3.0), budget=300.0),
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
