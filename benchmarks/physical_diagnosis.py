@@ -1172,7 +1172,7 @@ def main(argv: list[str]) -> None:
              "envelope_predictive": lambda: live_predictive(PREDICTIVE_ENVELOPE_TASKS),
              # the slow walk's runs that ran out of the default budget, with three times it
              "slow_predictive_300": lambda: live_predictive(
-                 PREDICTIVE_ENVELOPE_TASKS[:1], yaws=(0.0, 0.7, 2.0, 3.0), budget=300.0),
+                 PREDICTIVE_ENVELOPE_TASKS[:1], yaws=(0.0, 0.7, 2.0, 3.0, 4.0), budget=300.0),
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "
