@@ -236,8 +236,6 @@ def references() -> None:
     from physmocap.matching.controller import Controller, run_controller
     from physmocap.matching.database import resample
     from physmocap.matching.retarget import retarget
-    from physmocap.matching.trajectory import load_input
-    from physmocap.scene import _resolve
 
     body = load_body()
     _, walk = make_demo_capture()
@@ -246,8 +244,7 @@ def references() -> None:
     refs = {"demo walk (120 Hz)": walk,
             "Bandai walk (60 Hz)": resample(retarget(src, body.skeleton), 60.0)}
     db, feats = live_database()
-    mm, _ = run_controller(Controller(db, feats, load_input(
-        _resolve("straight_walk", "inputs", "input"))), 10.0)
+    mm, _ = run_controller(Controller(db, feats, _scene_input("straight_walk")), 10.0)
     refs["motion-matched straight walk"] = retarget(mm, body.skeleton)
     print("\nreference support on the simulated feet (feet unrolled, grounded; + track: planted "
           "soles levelled, grounded by the still feet, as track does)")
@@ -330,9 +327,7 @@ def live_start() -> None:
     starts from standing and reaches walking speed within a second) against physics started
     once the controller has walked 3 s."""
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input
     from physmocap.playback.live import LivePlayback
-    from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
@@ -341,7 +336,7 @@ def live_start() -> None:
     print("\nlive, STEPPING, 20 s of physics: when the head first drops below 1 m")
     for name in ("straight_walk", "stop_and_go"):
         for skip in (0.0, 3.0):
-            ctrl = Controller(db, feats, load_input(_resolve(name, "inputs", "input")))
+            ctrl = Controller(db, feats, _scene_input(name))
             for _ in range(int(skip / ctrl.dt)):
                 ctrl.step()
             down, start, rstart = None, None, None
@@ -366,9 +361,7 @@ def live_paced() -> None:
     """The live walking inputs with ``STEPPING`` from the first frame, the controller waiting
     for the body (``follow``, ``speed_margin``) or not."""
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input
     from physmocap.playback.live import LivePlayback
-    from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
@@ -381,7 +374,7 @@ def live_paced() -> None:
         [(f"speed_margin {m:.1f}", {"speed_margin": m}) for m in (0.3, 0.6, 0.9, 1.0, 1.1)]
     for name in ("straight_walk", "stop_and_go"):
         for label, kw in variants:
-            ctrl = Controller(db, feats, load_input(_resolve(name, "inputs", "input")))
+            ctrl = Controller(db, feats, _scene_input(name))
             down, first, fwd, side = None, None, 0.0, 0.0
             with LivePlayback(ctrl, body, "physical", s, **kw) as lp:
                 bal = lp.tracker.balance
@@ -408,6 +401,13 @@ def live_paced() -> None:
 # the 28 headings of README's fully physical live figures: the six, every 30 deg, ten at random
 HEADINGS_28 = ((0.0, 0.7, 2.0, 3.0, 4.0, 5.0) + tuple(np.radians(np.arange(0, 360, 30)))
                + tuple(np.random.default_rng(7).uniform(0, 2 * np.pi, 10)))
+
+
+def _scene_input(name: str):
+    """The shipped input scene (or TOML file) ``name``, loaded."""
+    from physmocap.matching.trajectory import load_input
+    from physmocap.scene import _resolve
+    return load_input(_resolve(name, "inputs", "input"))
 
 
 def _turned_input(src, yaw: float):
@@ -490,8 +490,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     past the recording's end its reference stops. ``database``: ``(db, features)`` instead.
     ``mirror``: each input mirrored (``_mirrored_input``: y -> -y, the same task turning the
     other way) and turned to the mirrored headings (``-yaws``)."""
-    from physmocap.matching.trajectory import HeadTrajectory, load_input
-    from physmocap.scene import _resolve
+    from physmocap.matching.trajectory import HeadTrajectory
 
     body = load_body()
     # by default with the standing clip: the 20 clips never stand
@@ -507,8 +506,7 @@ def live_headings(yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     for name in names:
         downs, walks, stands = [], [], []
         # a name of a shipped input, or ``(label, input)``
-        name, src = (name, load_input(_resolve(name, "inputs", "input"))) \
-            if isinstance(name, str) else name
+        name, src = (name, _scene_input(name)) if isinstance(name, str) else name
         src = _mirrored_input(src) if mirror else src
         head_input = isinstance(src, HeadTrajectory)
         for yaw in ((0.0,) if head_input else yaws):       # a recorded head is not turned
@@ -554,12 +552,9 @@ PREDICTIVE_ENVELOPE_TASKS = (("straight@0.5", False), ("straight@1.5", False))
 def _task_input(name: str):
     """A ``live_predictive`` task's input: ``straight@V``, ``envelope``'s straight joystick walk
     at V m/s; else the shipped input scene ``name``."""
-    from physmocap.matching.trajectory import load_input
-    from physmocap.scene import _resolve
-
     if name.startswith("straight@"):
         return _envelope_input(float(name.split("@")[1]), np.inf)
-    return load_input(_resolve(name, "inputs", "input"))
+    return _scene_input(name)
 
 
 def _predictive_cell(args):
@@ -606,8 +601,8 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     jobs = [(name, mirror, yaw, budget) for name, mirror in tasks for yaw in yaws]
     n = workers or max(1, min(4, os.cpu_count() or 1))
     print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings(budget="
-          f"{budget:g})) against "
-          f"STEPPING, 20 s, headings {', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
+          f"{budget:g})) against STEPPING, 20 s, headings "
+          f"{', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
           f"negated); {len(jobs)} runs on {n} processes")
     rows, t0 = [], time.perf_counter()
     with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
@@ -767,13 +762,10 @@ def live_stands(names=("stop_and_go", "head_circle"), seconds: float = 20.0) -> 
 def _stands(db, feats, names, seconds: float) -> None:
     """``live_stands`` on one database."""
     from physmocap.matching.controller import Controller, run_controller
-    from physmocap.matching.trajectory import load_input
-    from physmocap.scene import _resolve
     from physmocap.skeleton import forward_kinematics
 
     for name in names:
-        ctrl = Controller(db, feats, _turned_input(load_input(_resolve(name, "inputs",
-                                                                       "input")), 0.0))
+        ctrl = Controller(db, feats, _turned_input(_scene_input(name), 0.0))
         motion, rec = run_controller(ctrl, seconds)
         x, _ = forward_kinematics(motion.skeleton, motion.lrot, motion.root_pos)
         fps = motion.fps
@@ -838,13 +830,12 @@ def _live_sharp_turns(body, database, yaw: float = 2.0, seconds: float = 12.0):
     or down): ``(unplanted (F-1,) bool, ref_yaw (F,) rad, body_yaw (F,) rad, fall s or None)``,
     the hips' headings unwrapped."""
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input, yaw_of
+    from physmocap.matching.trajectory import yaw_of
     from physmocap.playback.live import LivePlayback
-    from physmocap.scene import _resolve
 
     head = body.index("Head")
     s = stepping_settings()
-    src = load_input(_resolve("sharp_turns", "inputs", "input"))
+    src = _scene_input("sharp_turns")
     poses, sim, fall = [], [], None
     with LivePlayback(Controller(*database, _turned_input(src, yaw), start_yaw=yaw), body,
                       "physical", s) as lp:
@@ -973,9 +964,7 @@ def live_reference() -> None:
     import dataclasses
 
     from physmocap.matching.controller import Controller
-    from physmocap.matching.trajectory import load_input
     from physmocap.playback.live import LivePlayback, standing_frame
-    from physmocap.scene import _resolve
 
     body = load_body()
     head = body.index("Head")
@@ -989,7 +978,7 @@ def live_reference() -> None:
         for name in ("straight_walk", "stop_and_go"):
             downs = []
             for yaw in (0.0, 2.0):
-                src = dataclasses.replace(load_input(_resolve(name, "inputs", "input")),
+                src = dataclasses.replace(_scene_input(name),
                                           camera_yaw=yaw, initial_yaw=yaw)
                 ctrl = Controller(db, feats, src, start_yaw=yaw)
                 down = None
@@ -1126,8 +1115,6 @@ def turn_database() -> None:
     from collections import Counter
 
     from physmocap.matching.controller import Controller, run_controller
-    from physmocap.matching.trajectory import load_input
-    from physmocap.scene import _resolve
 
     body = load_body()
     names = ("sharp_turns", "straight_walk", "stop_and_go")
@@ -1143,8 +1130,7 @@ def turn_database() -> None:
               f"{100 * live.mean():.1f} % of its frames, "
               f"{100 * live[_FIRST_TURN].mean():.1f} % of its first turn (4.3-6.5 s); the hips "
               f"turn at up to {_turn_rate(y, 60.0):.0f}°/s over 0.5 s", flush=True)
-        _, rec = run_controller(Controller(*db, load_input(_resolve("straight_walk", "inputs",
-                                                                     "input"))), 20.0)
+        _, rec = run_controller(Controller(*db, _scene_input("straight_walk")), 20.0)
         played = Counter(db[0].clip_names[c] for c in db[0].clip_index(np.array(rec.frame)))
         print("  the straight walk's reference plays (frames of 1200, kinematic): "
               + ", ".join(f"{n.replace('dataset-2_', '')} {k}" for n, k in
