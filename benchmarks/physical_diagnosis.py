@@ -547,6 +547,11 @@ PREDICTIVE_TASKS = (("sharp_turns", False), ("sharp_turns", True), ("figure_eigh
 # the straight walks ``STEPPING`` falls on at every heading (``envelope``: the stick full forward
 # at 0.5 and 1.5 m/s, the database's walks moving at 1.06-1.12 m/s)
 PREDICTIVE_ENVELOPE_TASKS = (("straight@0.5", False), ("straight@1.5", False))
+# the live inputs ``STEPPING`` walks (``live_headings``, ``live_turns``, ``live_mirrored``), and
+# the run: does choosing gains by looking ahead keep what the one gain set already does?
+PREDICTIVE_KEPT_TASKS = (("straight_walk", False), ("stop_and_go", False),
+                         ("figure_eight", False), ("head_circle", False), ("head_circle", True),
+                         ("run", False))
 
 
 def _task_input(name: str):
@@ -585,20 +590,29 @@ def _predictive_cell(args):
             plan.report(), time.perf_counter() - t0)
 
 
+def _predictive_jobs(tasks, yaws, budget: float) -> list:
+    """``live_predictive``'s runs, ``(name, mirrored, yaw rad, budget)`` per task and heading;
+    a recorded head is played as it was, not turned (``live_headings``): one run."""
+    from physmocap.matching.trajectory import HeadTrajectory
+    return [(name, mirror, yaw, budget) for name, mirror in tasks
+            for yaw in ((0.0,) if isinstance(_task_input(name), HeadTrajectory) else yaws)]
+
+
 def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
                     workers: int | None = None, budget: float = 100.0) -> None:
     """``playback.predictive`` (gain sets chosen by simulating ahead) on the live inputs
     ``STEPPING`` falls on (``tasks``: the sharp turns both ways, the figure eight mirrored),
-    at ``live_headings``' six headings (``yaws`` rad), 20 s: the predictive run's first head
-    below 1 m beside ``STEPPING``'s own, how far the body walked (its path against its
-    reference's), and what the search cost (frames simulated per frame played, dead ends gone
-    back from, wall time), with ``budget`` frames simulated per frame played (the default's).
+    at ``live_headings``' six headings (``yaws`` rad; a recorded head once, as recorded), 20
+    s: the predictive run's first head below 1 m beside ``STEPPING``'s own, how far the body
+    walked (its path against its reference's), and what the search cost (frames simulated per
+    frame played, dead ends gone back from, wall time), with ``budget`` frames simulated per
+    frame played (the default's).
     2.5-8.5 minutes per run: about 60 minutes on 2 CPUs."""
     import os
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    jobs = [(name, mirror, yaw, budget) for name, mirror in tasks for yaw in yaws]
+    jobs = _predictive_jobs(tasks, yaws, budget)
     n = workers or max(1, min(4, os.cpu_count() or 1))
     print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings(budget="
           f"{budget:g})) against STEPPING, 20 s, headings "
@@ -1159,6 +1173,9 @@ def main(argv: list[str]) -> None:
              # the slow walk's runs that ran out of the default budget, with three times it
              "slow_predictive_300": lambda: live_predictive(
                  PREDICTIVE_ENVELOPE_TASKS[:1], yaws=(0.0, 0.7, 2.0, 3.0, 4.0), budget=300.0),
+             # the inputs STEPPING walks, and the run: kept with the search?
+             "kept_predictive": lambda: live_predictive(PREDICTIVE_KEPT_TASKS,
+                                                        yaws=(0.0, 2.0, 4.0)),
              "turn_radius": lambda: live_headings(names=tuple(
                  (f"turns r {r:g} m", stadium_path(r)) for r in (0.0, 0.5, 0.75, 1.0)))}
     usage = (f"usage: physical_diagnosis.py [{' '.join(parts)}] (default: all) "

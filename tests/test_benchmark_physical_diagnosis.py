@@ -19,8 +19,8 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 import physical_diagnosis  # noqa: E402
 from physical_diagnosis import (  # noqa: E402
-    PREDICTIVE_ENVELOPE_TASKS, _envelope_input, _mirrored_input, _plot_envelope, _task_input,
-    _turned_input, stadium_path, stepping_settings)
+    PREDICTIVE_ENVELOPE_TASKS, PREDICTIVE_KEPT_TASKS, _envelope_input, _mirrored_input,
+    _plot_envelope, _predictive_jobs, _task_input, _turned_input, stadium_path, stepping_settings)
 
 from physmocap.playback.balance import STEPPING, BalanceSettings  # noqa: E402
 from physmocap.playback.track import TrackingSettings  # noqa: E402
@@ -118,6 +118,16 @@ def test_predictive_tasks_are_the_envelope_walks_and_the_scenes():
         np.testing.assert_allclose(v, [speed, 0.0, 0.0], atol=1e-12)
     turns = _task_input("sharp_turns")
     assert np.array_equal(turns.points, _input("sharp_turns").points)
+
+
+def test_predictive_jobs_play_a_recorded_head_once():
+    """``kept_predictive``'s runs: each input at each heading, but a recorded head (the head
+    circle, either way) once, as recorded."""
+    jobs = _predictive_jobs(PREDICTIVE_KEPT_TASKS, (0.0, 2.0, 4.0), 100.0)
+    heads = [j for j in jobs if j[0] == "head_circle"]
+    assert heads == [("head_circle", False, 0.0, 100.0), ("head_circle", True, 0.0, 100.0)]
+    assert [j[2] for j in jobs if j[0] == "run"] == [0.0, 2.0, 4.0]
+    assert len(jobs) == 4 * 3 + 2
 
 
 def test_envelope_picture(tmp_path, monkeypatch):
