@@ -547,6 +547,8 @@ PREDICTIVE_TASKS = (("sharp_turns", False), ("sharp_turns", True), ("figure_eigh
 # the straight walks ``STEPPING`` falls on at every heading (``envelope``: the stick full forward
 # at 0.5 and 1.5 m/s, the database's walks moving at 1.06-1.12 m/s)
 PREDICTIVE_ENVELOPE_TASKS = (("straight@0.5", False), ("straight@1.5", False))
+# the sharp turns' runs that ran out of the default budget (``live_predictive``), for budget 300
+PREDICTIVE_TURNS_300 = (("sharp_turns", False, (0.0, 2.0, 3.0, 5.0)), ("sharp_turns", True, (5.0,)))
 # the live inputs ``STEPPING`` walks (``live_headings``, ``live_turns``, ``live_mirrored``), and
 # the run: does choosing gains by looking ahead keep what the one gain set already does?
 PREDICTIVE_KEPT_TASKS = (("straight_walk", False), ("stop_and_go", False),
@@ -591,23 +593,28 @@ def _predictive_cell(args):
 
 
 def _predictive_jobs(tasks, yaws, budget: float) -> list:
-    """``live_predictive``'s runs, ``(name, mirrored, yaw rad, budget)`` per task and heading;
-    a recorded head is played as it was, not turned (``live_headings``): one run."""
+    """``live_predictive``'s runs, ``(name, mirrored, yaw rad, budget)`` per task and heading.
+    A task is ``(name, mirrored)``, at ``yaws``, or ``(name, mirrored, its own yaws)``; a
+    recorded head is played as it was, not turned (``live_headings``): one run."""
     from physmocap.matching.trajectory import HeadTrajectory
-    return [(name, mirror, yaw, budget) for name, mirror in tasks
-            for yaw in ((0.0,) if isinstance(_task_input(name), HeadTrajectory) else yaws)]
+    jobs = []
+    for name, mirror, *own in tasks:
+        head = isinstance(_task_input(name), HeadTrajectory)
+        jobs += [(name, mirror, yaw, budget)
+                 for yaw in ((0.0,) if head else own[0] if own else yaws)]
+    return jobs
 
 
 def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
                     workers: int | None = None, budget: float = 100.0) -> None:
     """``playback.predictive`` (gain sets chosen by simulating ahead) on the live inputs
     ``STEPPING`` falls on (``tasks``: the sharp turns both ways, the figure eight mirrored),
-    at ``live_headings``' six headings (``yaws`` rad; a recorded head once, as recorded), 20
-    s: the predictive run's first head below 1 m beside ``STEPPING``'s own, how far the body
-    walked (its path against its reference's), and what the search cost (frames simulated per
-    frame played, dead ends gone back from, wall time), with ``budget`` frames simulated per
-    frame played (the default's).
-    2.5-8.5 minutes per run: about 60 minutes on 2 CPUs."""
+    at ``live_headings``' six headings (``yaws`` rad, or a task's own: ``_predictive_jobs``; a
+    recorded head once, as recorded), 20 s: the predictive run's first head below 1 m beside
+    ``STEPPING``'s own, how far the body walked (its path against its reference's), and what
+    the search cost (frames simulated per frame played, dead ends gone back from, wall time),
+    with ``budget`` frames simulated per frame played (the default's). 2.5-8.5 minutes per
+    run: about 60 minutes on 2 CPUs."""
     import os
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -616,7 +623,7 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
     n = workers or max(1, min(4, os.cpu_count() or 1))
     print(f"\nlive, predictive gain sets (playback/predictive.py, PredictSettings(budget="
           f"{budget:g})) against STEPPING, 20 s, headings "
-          f"{', '.join(f'{y:.1f}' for y in yaws)} rad (mirrored: "
+          f"{', '.join(f'{y:.1f}' for y in sorted({j[2] for j in jobs}))} rad (mirrored: "
           f"negated); {len(jobs)} runs on {n} processes")
     rows, t0 = [], time.perf_counter()
     with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
@@ -624,7 +631,7 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
             rows.append(r)
             print(f"  run {len(rows)}/{len(jobs)} ({time.perf_counter() - t0:.0f} s)",
                   flush=True)
-    for name, mirror in tasks:
+    for name, mirror, *_ in tasks:
         rs = [r for r in rows if r[0] == name and r[1] == mirror]
         fmt = (lambda d: "never" if d is None else f"{d:.2f}")
         label = name + (" mirrored" if mirror else "")
@@ -1173,6 +1180,8 @@ def main(argv: list[str]) -> None:
              # the slow walk's runs that ran out of the default budget, with three times it
              "slow_predictive_300": lambda: live_predictive(
                  PREDICTIVE_ENVELOPE_TASKS[:1], yaws=(0.0, 0.7, 2.0, 3.0, 4.0), budget=300.0),
+             "turns_predictive_300": lambda: live_predictive(PREDICTIVE_TURNS_300,
+                                                             budget=300.0),
              # the inputs STEPPING walks, and the run: kept with the search?
              "kept_predictive": lambda: live_predictive(PREDICTIVE_KEPT_TASKS,
                                                         yaws=(0.0, 2.0, 4.0)),

@@ -19,8 +19,9 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 import physical_diagnosis  # noqa: E402
 from physical_diagnosis import (  # noqa: E402
-    PREDICTIVE_ENVELOPE_TASKS, PREDICTIVE_KEPT_TASKS, _envelope_input, _mirrored_input,
-    _plot_envelope, _predictive_jobs, _task_input, _turned_input, stadium_path, stepping_settings)
+    PREDICTIVE_ENVELOPE_TASKS, PREDICTIVE_KEPT_TASKS, PREDICTIVE_TURNS_300, _envelope_input,
+    _mirrored_input, _plot_envelope, _predictive_jobs, _task_input, _turned_input, stadium_path,
+    stepping_settings)
 
 from physmocap.playback.balance import STEPPING, BalanceSettings  # noqa: E402
 from physmocap.playback.track import TrackingSettings  # noqa: E402
@@ -128,6 +129,10 @@ def test_predictive_jobs_play_a_recorded_head_once():
     assert heads == [("head_circle", False, 0.0, 100.0), ("head_circle", True, 0.0, 100.0)]
     assert [j[2] for j in jobs if j[0] == "run"] == [0.0, 2.0, 4.0]
     assert len(jobs) == 4 * 3 + 2
+    # a task with its own headings: those, not the call's
+    assert _predictive_jobs(PREDICTIVE_TURNS_300, (0.0,), 300.0) == [
+        ("sharp_turns", False, y, 300.0) for y in (0.0, 2.0, 3.0, 5.0)] + [
+        ("sharp_turns", True, 5.0, 300.0)]
 
 
 def test_envelope_picture(tmp_path, monkeypatch):
