@@ -723,7 +723,7 @@ def _play_live(args) -> int:
     rep = live.report()
     if plan is not None:
         # the run's speed is the search's: the committed steps alone are a small part of it
-        rep["predictive"] = dict(plan.report(), budget=predict.budget,
+        rep["predictive"] = dict(plan.report(),
                                  committed_frames_per_second=rep["frames_per_second"])
         rep["frames_per_second"] = rep["predictive"]["frames_per_second"]
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))

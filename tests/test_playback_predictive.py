@@ -182,6 +182,7 @@ def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
                                      settings=SETTINGS, predict=predict)
         assert not plan.complete and plan.frames == 1 and len(plan.switches) == 1
         assert plan.report()["complete"] is False and res.result.motion.n_frames == 60
+        assert plan.report()["budget"] == predict.budget
     assert plan.backtracks == 0
 
 

@@ -126,7 +126,8 @@ class Plan:
     joint_max_torque N·m or None)``; ``frames``: frames the search decided (the run's, when
     ``complete``; after them the last set plays on); ``played``: the run's frames;
     ``simulated_frames``: every frame simulated, the run's own included; ``backtracks``: dead
-    ends gone back from; ``seconds``: the whole run's wall time."""
+    ends gone back from; ``seconds``: the whole run's wall time; ``budget``: the search's,
+    frames simulated per frame played (``PredictSettings.budget``)."""
 
     switches: list
     sets: dict
@@ -136,13 +137,14 @@ class Plan:
     simulated_frames: int
     backtracks: int
     seconds: float
+    budget: float
 
     def report(self) -> dict:
         kinds = {}
         for _, name in self.switches:
             k = name if name in SEARCHED_SETS or name == "own" else "random"
             kinds[k] = kinds.get(k, 0) + 1
-        return dict(complete=self.complete, frames_planned=self.frames,
+        return dict(complete=self.complete, frames_planned=self.frames, budget=self.budget,
                     simulated_per_played=round(self.simulated_frames / self.played, 1),
                     backtracks=self.backtracks, search_seconds=round(self.seconds, 1),
                     frames_per_second=round(self.played / max(self.seconds, 1e-9), 2),
@@ -327,5 +329,5 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     used = {name for _, name in switches}
     plan = Plan(switches, {k: v for k, v in sets.items() if k in used},
                 n if complete else stack[-1][0], n, complete, count["simulated"],
-                count["backtracks"], time.perf_counter() - t0)
+                count["backtracks"], time.perf_counter() - t0, predict.budget)
     return result, plan
