@@ -250,11 +250,14 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
     # a budget smaller than one decision's look-ahead: the search stops at once, and says so
     (tmp_path / "r.json").unlink()
     code = main(args + ["--mode", "physical", "--balance", "stepping", "--predict",
-                        "--predict-budget", "2"])
+                        "--predict-budget", "2", "--report-html", str(tmp_path / "r.html")])
     out = capsys.readouterr().out
     pr = json.loads((tmp_path / "r.json").read_text())["predictive"]
     assert code == 0 and pr["budget"] == 2 and not pr["complete"]
     assert pr["simulated_per_played"] < 1 + 8 * 2 and "--predict-budget 2" in out
+    # the page says so too, and when
+    assert ("ran out of its budget (2 frames simulated per frame played) at 0.02 s"
+            in (tmp_path / "r.html").read_text())
     for bad in (["--mode", "physical", "--predict"],
                 ["--mode", "physical", "--balance", "stepping", "--predict-budget", "50"],
                 ["--mode", "physical", "--balance", "stepping", "--predict",

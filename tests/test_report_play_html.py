@@ -134,3 +134,20 @@ def test_a_take_of_a_few_frames_gets_its_page(frames):
     assert frames_shown == sorted(set(frames_shown)) and set(frames_shown) <= set(range(frames))
     html = play_report_html(res, res.report())
     assert len(_images(html)) == len(SECTIONS)
+
+
+def test_summary_says_what_the_look_ahead_search_did():
+    """``play --predict``'s report: the search's line, complete or out of budget (then when,
+    from the run's frames and duration); no line without a search."""
+    from physmocap.report.play_html import _search_text
+    rep = {"frames": 1201, "duration_s": 20.0}
+    assert _search_text(rep) is None
+    pr = dict(complete=True, frames_planned=1201, budget=100.0, simulated_per_played=31.1,
+              backtracks=0, decisions=80, sets_used={"own": 3, "random": 77})
+    assert _search_text(dict(rep, predictive=pr)) == (
+        "complete: 31.1 frames simulated per frame played, 0 dead ends gone back from, 80 "
+        "decisions (gain sets: own 3, random 77)")
+    pr.update(complete=False, frames_planned=600, budget=300.0)
+    assert _search_text(dict(rep, predictive=pr)).startswith(
+        "ran out of its budget (300 frames simulated per frame played) at 10.00 s; the rest "
+        "played with the last gains: 31.1 frames")

@@ -244,6 +244,23 @@ def _walked_text(rep: dict) -> str | None:
             + (f" (until the first fall began, {w['until_s']:.2f} s)" if rep.get("falls") else ""))
 
 
+def _search_text(rep: dict) -> str | None:
+    """``play --predict``'s search (``rep["predictive"]``, ``Plan.report()``) in a line."""
+    pr = rep.get("predictive")
+    if not pr:
+        return None
+    # frames per second of the run (``duration_s``: first to last frame)
+    fps = (rep["frames"] - 1) / rep["duration_s"] if rep.get("duration_s") else None
+    done = ("complete" if pr["complete"] else
+            f"ran out of its budget ({pr['budget']:g} frames simulated per frame played)"
+            + (f" at {pr['frames_planned'] / fps:.2f} s; the rest played with the last gains"
+               if fps else ""))
+    sets = ", ".join(f"{k} {v}" for k, v in sorted(pr.get("sets_used", {}).items()))
+    return (f"{done}: {pr['simulated_per_played']:g} frames simulated per frame played, "
+            f"{pr['backtracks']} dead ends gone back from, {pr['decisions']} decisions "
+            f"(gain sets: {sets})")
+
+
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
     g = report_value(rep)
     falls = rep.get("falls") or []
@@ -270,6 +287,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                 + (f", put back on its feet at {f['recovered_s']:.2f} s"
                    if "recovered_s" in f else "") + ")"
                 for f in falls)),
+            ("look-ahead search (--predict)", _search_text(rep)),
             ("reference's feet in contact slide", g("reference_foot_skate_mm", "{:.1f} mm/frame")),
             ("hands at reachable controllers", None if rep.get("hands") is None
              or rep["hands"].get("within_tolerance_fraction") is None else
