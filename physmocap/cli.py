@@ -711,11 +711,20 @@ def _play_live(args) -> int:
     settings, plan = _play_settings(args), None
     if args.predict:
         from .playback.predictive import PredictSettings, run_predictive
+        from .solver.checkpoint import Checkpoint
         predict = PredictSettings() if args.predict_budget is None else PredictSettings(
             budget=args.predict_budget)
+        # a stopped search goes on from its last decision stored here (kept until the outputs
+        # are written)
+        partial = Path(args.output).parent / f".{Path(args.output).name}.partial"
+        checkpoint = Checkpoint(partial, _predict_key(args, scene_path, duration, settings,
+                                                      predict))
         live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
-                                    environment=env,
-                                    progress=Progress(not args.quiet))
+                                    environment=env, progress=Progress(not args.quiet),
+                                    checkpoint=checkpoint)
+        if plan.resumed_at is not None and not args.quiet:
+            print(f"resumed from {partial} at {plan.resumed_at * ctrl.dt:.2f} s (the search "
+                  "cannot go back before it)")
     else:
         live = run_live(ctrl, duration, mode=args.mode, settings=settings,
                         progress=Progress(not args.quiet), environment=env)
@@ -757,7 +766,20 @@ def _play_live(args) -> int:
                                                     f"{pr['budget']:g})"))
         _print_holds(rep)
         _print_wrote(args)
+    if plan is not None:
+        checkpoint.remove()
     return 0
+
+
+def _predict_key(args, scene_path, duration: float, settings, predict) -> str:
+    """``job_key`` of a ``play --predict`` run: what its result depends on (the program's
+    version, the database's and the scenes' bytes, the duration and every setting)."""
+    from . import __version__
+    from .solver.checkpoint import job_key
+    files = [Path(args.motion), Path(scene_path), *_scene_files(args.input, "inputs"),
+             *_scene_files(args.scene, "environments")]
+    return job_key(__version__, duration, repr(settings), repr(predict),
+                   *(np.frombuffer(Path(f).read_bytes(), np.uint8) for f in files))
 
 
 def cmd_avatar(args) -> int:

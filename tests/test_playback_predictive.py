@@ -186,6 +186,51 @@ def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
     assert plan.backtracks == 0
 
 
+def test_a_stopped_search_resumes_exactly(live_db, sharp_turns, tmp_path):
+    """Stopped after a decision was stored, run again with the same checkpoint, the search
+    goes on from that decision: the run, its plan and its cost are the uninterrupted one's, bit
+    for bit (the first second meets no dead end, so nothing before it is needed). A damaged
+    checkpoint is ignored: the search starts afresh, with the same result."""
+    from physmocap.solver.checkpoint import Checkpoint
+    db, feats = live_db
+    predict = P.PredictSettings(random_sets=1)
+
+    def run(checkpoint=None, stop_at=None):
+        def progress(stage, done, total):
+            if stop_at is not None and done >= stop_at:
+                raise KeyboardInterrupt
+        return P.run_predictive(Controller(db, feats, sharp_turns), 1.0, settings=SETTINGS,
+                                predict=predict, progress=progress, checkpoint=checkpoint)
+
+    whole, plan = run()
+    with pytest.raises(KeyboardInterrupt):
+        run(Checkpoint(tmp_path / "ck", "job"), stop_at=31)
+    ck = Checkpoint(tmp_path / "ck", "job")
+    again, plan2 = run(ck)
+    # stopped once frame 31 was committed: the decisions at frames 1 and 16 were stored
+    assert ck.resumed == ["predictive"] and plan2.resumed_at == 16
+    assert plan2.report()["resumed_at_frame"] == 16 and plan.report()["resumed_at_frame"] is None
+    for name in ("root_pos", "lrot"):
+        assert np.array_equal(getattr(again.result.motion, name),
+                              getattr(whole.result.motion, name))
+    assert plan2.switches == plan.switches and plan2.sets.keys() == plan.sets.keys()
+    assert (plan2.simulated_frames, plan2.backtracks) == (plan.simulated_frames,
+                                                          plan.backtracks)
+    assert again.result.report()["tracking_error_m"] == whole.result.report()["tracking_error_m"]
+    # damaged (not an archive; an archive whose state is not a pickle): searched afresh, and
+    # stored again as it goes
+    stored = tmp_path / "ck" / "predictive.npz"
+    for damage in (lambda: stored.write_bytes(b"not a checkpoint"),
+                   lambda: np.savez(stored, world=np.zeros(8, np.uint8),
+                                    state=np.frombuffer(b"not a pickle", np.uint8))):
+        damage()
+        ck = Checkpoint(tmp_path / "ck", "job")
+        fresh, plan3 = run(ck)
+        assert ck.resumed == [] and plan3.resumed_at is None
+        assert np.array_equal(fresh.result.motion.root_pos, whole.result.motion.root_pos)
+        assert stored.stat().st_size > 1000
+
+
 def test_branch_matters_only_at_dead_ends(live_db, sharp_turns):
     """``branch=1`` commits each decision's best candidate only; where the search meets no
     dead end (the first second) the run is the same, bit for bit, as with every candidate."""
@@ -271,3 +316,43 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "--predict" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.bvh").exists()
+
+
+def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
+    """``play --predict`` stopped (Ctrl-C: exit 130) keeps its search in ``.OUT.partial``
+    and writes no output; run again, it says where it resumed, writes the uninterrupted run's
+    report, and removes the folder."""
+    import json
+
+    from physmocap.cli import main
+    from physmocap.matching.database import save_database
+    save_database(live_db[0], tmp_path / "db.npz")
+
+    def args(name):
+        return ["play", str(tmp_path / "db.npz"), "--input", "sharp_turns", "--duration", "1",
+                "-o", str(tmp_path / f"{name}.bvh"), "--report", str(tmp_path / f"{name}.json"),
+                "--mode", "physical", "--balance", "stepping", "--predict"]
+
+    assert main(args("whole")) == 0
+    assert not (tmp_path / ".whole.bvh.partial").exists()
+    saves, save = [], P._save_search
+
+    def stop_on_the_third(*a):
+        save(*a)
+        saves.append(1)
+        if len(saves) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(P, "_save_search", stop_on_the_third)
+    assert main(args("sim")) == 130
+    assert (tmp_path / ".sim.bvh.partial").is_dir() and not (tmp_path / "sim.bvh").exists()
+    monkeypatch.setattr(P, "_save_search", save)
+    capsys.readouterr()
+    assert main(args("sim")) == 0
+    assert "resumed from" in capsys.readouterr().out
+    assert not (tmp_path / ".sim.bvh.partial").exists()
+    whole, sim = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("whole", "sim"))
+    assert sim["predictive"]["resumed_at_frame"] == 31
+    assert whole["predictive"]["resumed_at_frame"] is None
+    for key in ("tracking_error_m", "pose_error_m", "foot_skate_mm", "falls"):
+        assert sim[key] == whole[key]

@@ -32,12 +32,25 @@ Limits, all in the report:
   joystick's or headset's future is not, so this is an offline mode for input scenes;
 - past its ``budget`` (or with no way on at all) the search stops and the rest of the run
   is simulated with the last committed gains, falls and all (``complete`` false).
+
+**Resume.** With a ``checkpoint`` (``solver.checkpoint.Checkpoint``) the search's state is
+stored at every decision: PyBullet's world (``saveBullet``) and the Python state, pickled (what
+every copy shares is stored by reference: ``_shared``). Run again with the same job, the search
+goes on from the last decision stored, exactly as it would have (a world restored from the file
+steps on as one restored from memory), except that it cannot go back before that decision
+(``Plan.resumed_at``). The state is a pickle written by this program: load only checkpoints
+you wrote.
 """
 from __future__ import annotations
 
 import copy
+import io
+import os
+import pickle
+import tempfile
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -127,7 +140,8 @@ class Plan:
     ``complete``; after them the last set plays on); ``played``: the run's frames;
     ``simulated_frames``: every frame simulated, the run's own included; ``backtracks``: dead
     ends gone back from; ``seconds``: the whole run's wall time; ``budget``: the search's,
-    frames simulated per frame played (``PredictSettings.budget``)."""
+    frames simulated per frame played (``PredictSettings.budget``); ``resumed_at``: the
+    decision's frame a stopped search went on from (None: not resumed)."""
 
     switches: list
     sets: dict
@@ -138,6 +152,7 @@ class Plan:
     backtracks: int
     seconds: float
     budget: float
+    resumed_at: int | None = None
 
     def report(self) -> dict:
         kinds = {}
@@ -148,7 +163,8 @@ class Plan:
                     simulated_per_played=round(self.simulated_frames / self.played, 1),
                     backtracks=self.backtracks, search_seconds=round(self.seconds, 1),
                     frames_per_second=round(self.played / max(self.seconds, 1e-9), 2),
-                    decisions=len(self.switches), sets_used=kinds)
+                    decisions=len(self.switches), sets_used=kinds,
+                    resumed_at_frame=self.resumed_at)
 
 
 def _random_set(rng: np.random.Generator, base: BalanceSettings):
@@ -208,6 +224,58 @@ def _release(live, snap) -> None:
     ch.p.removeState(snap[0], physicsClientId=ch.client)
 
 
+def _save_search(checkpoint, live, search: dict) -> None:
+    """Store the search at a decision point in ``checkpoint``: PyBullet's world as it is now,
+    the live loop's Python state (the shared objects by reference: their place in
+    ``_shared``), the controller's record (by value) and ``search`` (the loop's variables)."""
+    ch = live.tracker.char
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "world.bullet")
+        ch.p.saveBullet(f, physicsClientId=ch.client)
+        world = Path(f).read_bytes()
+    where = {id(o): k for k, o in enumerate(_shared(live, live.__dict__).values())}
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return where.get(id(obj))
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
+        dict(live=live.__dict__, record=vars(live.ctrl.record), search=search))
+    checkpoint.save("predictive", world=np.frombuffer(world, np.uint8),
+                    state=np.frombuffer(buf.getvalue(), np.uint8))
+
+
+def _load_search(checkpoint, live) -> dict | None:
+    """The search stored in ``checkpoint`` put back into ``live`` (world, Python state,
+    record); its ``search`` dict. None (``live`` untouched) when there is none, or it cannot be
+    read: the search starts afresh."""
+    z = checkpoint.load("predictive")
+    if z is None:
+        return None
+    shared = list(_shared(live, live.__dict__).values())
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return shared[pid]
+
+    ch = live.tracker.char
+    try:
+        state = Unpickler(io.BytesIO(z["state"].tobytes())).load()
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "world.bullet")
+            Path(f).write_bytes(z["world"].tobytes())
+            ch.p.restoreState(fileName=f, physicsClientId=ch.client)
+    except Exception:          # damaged, or not this program's: search afresh
+        checkpoint.resumed.remove("predictive")
+        return None
+    live.__dict__.clear()
+    live.__dict__.update(state["live"])
+    vars(live.ctrl.record).clear()
+    vars(live.ctrl.record).update(state["record"])
+    return state["search"]
+
+
 def _head_z(live, head: int) -> float:
     ch = live.tracker.char
     return ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
@@ -226,7 +294,7 @@ def _check(settings: TrackingSettings, environment: Environment | None) -> None:
 def run_predictive(controller, duration: float, body: BodyTemplate | None = None,
                    settings: TrackingSettings = TrackingSettings(balance=True),
                    predict: PredictSettings = PredictSettings(),
-                   environment: Environment | None = None, progress=None):
+                   environment: Environment | None = None, progress=None, checkpoint=None):
     """The live loop, fully physical, for ``duration`` s with its balance gains chosen by
     simulating ahead (module docstring). Returns ``(LiveResult, Plan)``: the committed chain,
     measured as ``run_live``'s run is, and what the search chose and cost.
@@ -235,7 +303,9 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     copies it at every decision: afterwards the object passed in is not the one that played
     the run, though its ``record`` is). ``settings``: fully physical tracking with a balance
     controller (its gains are the set named ``own``). ``progress(stage, done, total)``: the
-    frames the search has committed.
+    frames the search has committed. ``checkpoint``: a ``solver.checkpoint.Checkpoint`` whose
+    key names this job (the caller's: database, input, settings, duration): the search is
+    stored there at every decision and goes on from the last one stored (module docstring).
     """
     from .live import LivePlayback, _Frames
     require_numbers("run_predictive", ("duration",), duration=duration)         # s
@@ -278,9 +348,21 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
         # world restored to before that placement is not the fresh one (measured: 3 mm apart
         # in 0.25 s), a placed one is restored exactly
         play(0, 1, stop_on_fall=False)
-        i, complete = 1, True
+        i, complete, done, resumed = 1, True, [], None
+        saved = None if checkpoint is None else _load_search(checkpoint, live)
+        if saved is not None:
+            # the loop's variables as they were at the stored decision (``play`` and
+            # ``commit`` read them when called)
+            i, done, count, sets, rng = (saved[k] for k in ("i", "done", "count", "sets",
+                                                             "rng"))
+            rec, resumed = saved["rec"], saved["i"]
+            t0 = time.perf_counter() - saved["seconds"]
         while i < n:
             s0 = _snapshot(live)
+            if checkpoint is not None:
+                _save_search(checkpoint, live, dict(
+                    i=i, done=done + [(node[0], node[4]) for node in stack], count=count,
+                    sets=sets, rng=rng, rec=rec, seconds=time.perf_counter() - t0))
             names = list(sets)[:1 + len(SEARCHED_SETS)]
             for r in range(predict.random_sets):
                 names.append(f"random_{i}_{r}")
@@ -325,9 +407,9 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
         falls = list(live.tracker.falls)
         ratio, played = live.retarget.ratio, live.ctrl
     result = rec.measure(played, body, "physical", falls, ratio, environment)
-    switches = [(node[0], node[4]) for node in stack]
+    switches = done + [(node[0], node[4]) for node in stack]
     used = {name for _, name in switches}
     plan = Plan(switches, {k: v for k, v in sets.items() if k in used},
                 n if complete else stack[-1][0], n, complete, count["simulated"],
-                count["backtracks"], time.perf_counter() - t0, predict.budget)
+                count["backtracks"], time.perf_counter() - t0, predict.budget, resumed)
     return result, plan
