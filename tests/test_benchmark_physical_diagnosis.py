@@ -135,6 +135,29 @@ def test_predictive_jobs_play_a_recorded_head_once():
         ("sharp_turns", True, 5.0, 300.0)]
 
 
+def _fake_predictive_cell(args):
+    """A ``_predictive_cell`` row at once (module level: the process pool pickles it by name);
+    the later headings end first."""
+    import time
+    name, mirror, yaw, budget = args
+    time.sleep(0.2 * (5 - yaw))
+    yaw = -yaw if mirror else yaw
+    return (name, mirror, yaw, 5.4, None if yaw == 2.0 else 9.0 + yaw, 0, (1.0, 2.0),
+            dict(simulated_per_played=30.0, backtracks=0, complete=True), 1.0)
+
+
+def test_live_predictive_prints_each_run_and_then_the_table_in_job_order(monkeypatch,
+                                                                          capsys):
+    """Each run's line as it ends (whatever the order), then per task its runs in heading
+    order; mirrored runs report their negated heading."""
+    monkeypatch.setattr(physical_diagnosis, "_predictive_cell", _fake_predictive_cell)
+    physical_diagnosis.live_predictive(PREDICTIVE_TURNS_300, budget=300.0, workers=2)
+    out = capsys.readouterr().out
+    assert out.count("  run ") == 5 and "sharp_turns mirrored at -5.0 rad" in out
+    assert "predictive up 20 s in 1 of 4 (down: 9.00 never 12.00 14.00)" in out
+    assert "predictive up 20 s in 0 of 1 (down: 4.00)" in out
+
+
 def test_envelope_picture(tmp_path, monkeypatch):
     """``out/envelope.png`` is written (atomically, under the working folder) for any grid."""
     pytest.importorskip("matplotlib")
