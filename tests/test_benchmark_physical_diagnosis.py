@@ -130,9 +130,9 @@ def test_predictive_jobs_play_a_recorded_head_once():
     assert [j[2] for j in jobs if j[0] == "run"] == [0.0, 2.0, 4.0]
     assert len(jobs) == 4 * 3 + 2
     # a task with its own headings: those, not the call's
-    assert _predictive_jobs(PREDICTIVE_TURNS_300, (0.0,), 300.0) == [
-        ("sharp_turns", False, y, 300.0) for y in (0.0, 2.0, 3.0, 5.0)] + [
-        ("sharp_turns", True, 5.0, 300.0)]
+    assert _predictive_jobs(PREDICTIVE_TURNS_300, (3.0,), 300.0) == [
+        ("sharp_turns", False, 0.0, 300.0)] + [
+        ("sharp_turns", True, y, 300.0) for y in (0.7, 2.0, 5.0)]
 
 
 def _fake_predictive_cell(args):
@@ -142,7 +142,7 @@ def _fake_predictive_cell(args):
     name, mirror, yaw, budget = args
     time.sleep(0.2 * (5 - yaw))
     yaw = -yaw if mirror else yaw
-    return (name, mirror, yaw, 5.4, None if yaw == 2.0 else 9.0 + yaw, 0, (1.0, 2.0),
+    return (name, mirror, yaw, 5.4, None if abs(yaw) == 2.0 else 9.0 + yaw, 0, (1.0, 2.0),
             dict(simulated_per_played=30.0, backtracks=0, complete=True), 1.0)
 
 
@@ -153,9 +153,9 @@ def test_live_predictive_prints_each_run_and_then_the_table_in_job_order(monkeyp
     monkeypatch.setattr(physical_diagnosis, "_predictive_cell", _fake_predictive_cell)
     physical_diagnosis.live_predictive(PREDICTIVE_TURNS_300, budget=300.0, workers=2)
     out = capsys.readouterr().out
-    assert out.count("  run ") == 5 and "sharp_turns mirrored at -5.0 rad" in out
-    assert "predictive up 20 s in 1 of 4 (down: 9.00 never 12.00 14.00)" in out
-    assert "predictive up 20 s in 0 of 1 (down: 4.00)" in out
+    assert out.count("  run ") == 4 and "sharp_turns mirrored at -5.0 rad" in out
+    assert "predictive up 20 s in 0 of 1 (down: 9.00)" in out
+    assert "predictive up 20 s in 1 of 3 (down: 8.30 never 4.00)" in out
 
 
 def test_envelope_picture(tmp_path, monkeypatch):
