@@ -147,7 +147,9 @@ def test_summary_says_what_the_look_ahead_search_did():
     assert _search_text(dict(rep, predictive=pr)) == (
         "complete: 31.1 frames simulated per frame played, 0 dead ends gone back from, 80 "
         "decisions (gain sets: own 3, random 77)")
-    pr.update(complete=False, frames_planned=600, budget=300.0)
-    assert _search_text(dict(rep, predictive=pr)).startswith(
+    pr.update(complete=False, frames_planned=600, budget=300.0, resumed_at_frame=301)
+    text = _search_text(dict(rep, predictive=pr))
+    assert text.startswith(
         "ran out of its budget (300 frames simulated per frame played) at 10.00 s; the rest "
         "played with the last gains: 31.1 frames")
+    assert text.endswith("; stopped and resumed at 5.02 s")

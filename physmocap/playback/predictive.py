@@ -139,7 +139,8 @@ class Plan:
     joint_max_torque N·m or None)``; ``frames``: frames the search decided (the run's, when
     ``complete``; after them the last set plays on); ``played``: the run's frames;
     ``simulated_frames``: every frame simulated, the run's own included; ``backtracks``: dead
-    ends gone back from; ``seconds``: the whole run's wall time; ``budget``: the search's,
+    ends gone back from; ``seconds``: the whole run's wall time (resumed: with the stopped
+    run's, up to the decision stored); ``budget``: the search's,
     frames simulated per frame played (``PredictSettings.budget``); ``resumed_at``: the
     decision's frame a stopped search went on from (None: not resumed)."""
 

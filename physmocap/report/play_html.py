@@ -256,9 +256,12 @@ def _search_text(rep: dict) -> str | None:
             + (f" at {pr['frames_planned'] / fps:.2f} s; the rest played with the last gains"
                if fps else ""))
     sets = ", ".join(f"{k} {v}" for k, v in sorted(pr.get("sets_used", {}).items()))
+    back = pr.get("resumed_at_frame")
     return (f"{done}: {pr['simulated_per_played']:g} frames simulated per frame played, "
             f"{pr['backtracks']} dead ends gone back from, {pr['decisions']} decisions "
-            f"(gain sets: {sets})")
+            f"(gain sets: {sets})"
+            + (f"; stopped and resumed at {back / fps:.2f} s" if back is not None and fps
+               else ""))
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
