@@ -356,3 +356,10 @@ def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
     assert whole["predictive"]["resumed_at_frame"] is None
     for key in ("tracking_error_m", "pose_error_m", "foot_skate_mm", "falls"):
         assert sim[key] == whole[key]
+    # where the checkpoint folder would go is a file: one line, exit 1, no output
+    (tmp_path / ".bad.bvh.partial").write_text("mine")
+    assert main(args("bad")) == 1
+    err = capsys.readouterr().err
+    assert "checkpoint path exists and is not a folder" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "bad.bvh").exists()
+    assert (tmp_path / ".bad.bvh.partial").read_text() == "mine"
