@@ -626,22 +626,21 @@ def live_predictive(tasks=PREDICTIVE_TASKS, yaws=(0.0, 0.7, 2.0, 3.0, 4.0, 5.0),
           f"{budget:g})) against STEPPING, 20 s, headings "
           f"{', '.join(f'{y:.1f}' for y in sorted({j[2] for j in jobs}))} rad (mirrored: "
           f"negated); {len(jobs)} runs on {n} processes")
-    rows, t0 = [], time.perf_counter()
+    ended, t0 = {}, time.perf_counter()           # job index -> its row
     with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
-        for future in as_completed([pool.submit(_predictive_cell, job) for job in jobs]):
-            r = future.result()
-            rows.append(r)
+        futures = {pool.submit(_predictive_cell, job): k for k, job in enumerate(jobs)}
+        for future in as_completed(futures):
+            r = ended[futures[future]] = future.result()
             # each as it ends (a stopped measurement keeps what it finished)
             pr = r[7]
-            print(f"  run {len(rows)}/{len(jobs)} ({time.perf_counter() - t0:.0f} s): {r[0]}"
+            print(f"  run {len(ended)}/{len(jobs)} ({time.perf_counter() - t0:.0f} s): {r[0]}"
                   f"{' mirrored' if r[1] else ''} at {r[2]:.1f} rad: predictive "
                   + ("up 20 s" if r[4] is None else f"down at {r[4]:.2f} s")
                   + f", walked {r[6][0]:.1f}/{r[6][1]:.1f} m, "
                   f"{pr['simulated_per_played']:.0f} simulated per played, "
                   f"{pr['backtracks']} dead ends, "
                   + ("complete" if pr["complete"] else "incomplete"), flush=True)
-    rows.sort(key=lambda r: next(k for k, j in enumerate(jobs)             # in job order
-                                 if j[:2] == r[:2] and j[2] == (-r[2] if r[1] else r[2])))
+    rows = [ended[k] for k in sorted(ended)]                                 # in job order
     for name, mirror, *_ in tasks:
         rs = [r for r in rows if r[0] == name and r[1] == mirror]
         fmt = (lambda d: "never" if d is None else f"{d:.2f}")

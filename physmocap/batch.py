@@ -300,6 +300,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
     from .io.c3d import read_c3d, write_c3d
     from .io.atomic import atomic_write_text
     from .scene import load_body, load_markerset, pick_markerset
+    from .solver.checkpoint import partial_folder
     from .solver.pipeline import cleaned_markers, solve_capture
 
     t0 = time.perf_counter()
@@ -309,7 +310,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
     _unlink(p["done"])
     _unlink(p["failed"])
     inp, stat = _fingerprint(take.capture), _fingerprint(take.static)
-    partial = p["bvh"].parent / f".{p['bvh'].name}.partial"
+    partial = partial_folder(p["bvh"])
     stamp = {"take": take.name, "settings": settings.key(), "input": inp, "static": stat}
     # Warnings (a detected up axis) go into the row: a worker process has no terminal.
     with warnings.catch_warnings(record=True) as caught:

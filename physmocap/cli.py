@@ -196,6 +196,7 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     from .io.atomic import atomic_write_text
     from .progress import Progress
     from .scene import load_body, load_environment, load_markerset, pick_markerset
+    from .solver.checkpoint import partial_folder
     from .solver.pipeline import cleaned_markers, solve_capture
 
     body = load_body(body_name)
@@ -207,7 +208,7 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         raise type(exc)(exc.reason, markers.meta.get("path") or "<capture>") from None
     env = load_environment(scene) if scene else None
     # Finished stages wait here until the outputs are written: a stopped solve resumes.
-    partial = output.parent / f".{output.name}.partial"
+    partial = partial_folder(output)
     result = solve_capture(markers, spec, body, static=static, environment=env,
                            progress=Progress(not quiet), checkpoint=partial)
     if result.report["resumed"] and not quiet:
@@ -702,23 +703,23 @@ def _play_live(args) -> int:
     if args.loop is not None:
         raise PhysmocapError("--loop repeats a fixed motion's gait cycle; a live input runs "
                              "for its scene's duration (or --duration)", args.motion)
-    refuse_overwrite([args.motion, *_scene_files(args.input, "inputs"),
-                      *_scene_files(args.scene, "environments")],
-                     [args.output, args.report, args.report_html])
+    # every file the run reads (a shipped scene is an input too)
+    inputs = [args.motion, *_scene_files(args.input, "inputs"),
+              *_scene_files(args.scene, "environments")]
+    refuse_overwrite(inputs, [args.output, args.report, args.report_html])
     _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
     settings, plan = _play_settings(args), None
     if args.predict:
         from .playback.predictive import PredictSettings, run_predictive
-        from .solver.checkpoint import Checkpoint
+        from .solver.checkpoint import Checkpoint, partial_folder
         predict = PredictSettings() if args.predict_budget is None else PredictSettings(
             budget=args.predict_budget)
         # a stopped search goes on from its last decision stored here (kept until the outputs
         # are written)
-        partial = Path(args.output).parent / f".{Path(args.output).name}.partial"
-        checkpoint = Checkpoint(partial, _predict_key(args, scene_path, duration, settings,
-                                                      predict))
+        partial = partial_folder(args.output)
+        checkpoint = Checkpoint(partial, _predict_key(inputs, duration, settings, predict))
         live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
                                     environment=env, progress=Progress(not args.quiet),
                                     checkpoint=checkpoint)
@@ -771,13 +772,11 @@ def _play_live(args) -> int:
     return 0
 
 
-def _predict_key(args, scene_path, duration: float, settings, predict) -> str:
+def _predict_key(files: list, duration: float, settings, predict) -> str:
     """``job_key`` of a ``play --predict`` run: what its result depends on (the program's
-    version, the database's and the scenes' bytes, the duration and every setting)."""
+    version, the bytes of the ``files`` it reads, the duration and every setting)."""
     from . import __version__
     from .solver.checkpoint import job_key
-    files = [Path(args.motion), Path(scene_path), *_scene_files(args.input, "inputs"),
-             *_scene_files(args.scene, "environments")]
     return job_key(__version__, duration, repr(settings), repr(predict),
                    *(np.frombuffer(Path(f).read_bytes(), np.uint8) for f in files))
 

@@ -23,12 +23,19 @@ import numpy as np
 from ..errors import PhysmocapError
 from ..io.atomic import atomic_path
 
-__all__ = ["BLOCK", "WARMUP", "Checkpoint", "job_key"]
+__all__ = ["BLOCK", "WARMUP", "Checkpoint", "job_key", "partial_folder"]
 
 #: frames per physically solved block (~50 s at 120 Hz).
 BLOCK = 6000
 #: frames solved before a block (and discarded) so that it starts like the frames before it.
 WARMUP = 16
+
+
+def partial_folder(output) -> Path:
+    """Where a long job writing ``output`` keeps its finished stages: ``.NAME.partial`` beside
+    it (``solve``, ``batch``, ``play --predict``)."""
+    output = Path(output)
+    return output.parent / f".{output.name}.partial"
 
 
 def job_key(*parts) -> str:
