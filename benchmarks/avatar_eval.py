@@ -3,7 +3,8 @@ the body reconstructed, errors measured against the clip itself.
 
     python benchmarks/avatar_eval.py [--every 10] [--offset 0] [--head-weight 0.0] [--quick]
                                      [--plot DIR] [--still-hands]
-                                     [--physics [--mode physical [--balance stepping]]
+                                     [--physics [--mode physical [--balance stepping
+                                      [--predict [--predict-budget B]]]]
                                       [--no-reach] [--reach-once] [--set NAME=VALUE ...]]
                                      [--only TEXT] [--start S]
 
@@ -246,12 +247,15 @@ def misses_by_speed(dist: np.ndarray, ok: np.ndarray, speed: np.ndarray,
 
 
 def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = True,
-                start: float = 0.0) -> dict:
+                start: float = 0.0, predict=None) -> dict:
     """The avatar's ``motion`` (with its ``AvatarRecord``) tracked on ``body`` as
     ``physmocap avatar --physics`` does (``reach=False``: without the closed-loop arms), its
     physics report, and the simulated body against ``truth`` and the controllers carried onto
     the body (see the module docstring). ``start`` s: the body placed on the avatar's (and
-    the truth's) frame that far in, and tracked from there."""
+    the truth's) frame that far in, and tracked from there. ``predict``: a
+    ``PredictSettings``, the avatar tracked as ``avatar --physics --predict`` does
+    (``playback.predictive.track_predictive``; the truth still as without it); the row gains
+    ``plan`` (``Plan.report()``)."""
     from physmocap.matching.retarget import reference_pose, retarget, root_scale, scale_points
     from physmocap.motion import Motion
     from physmocap.playback.reach import ArmReach, hand_distances, reach_report
@@ -261,9 +265,18 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     k = int(round(start * motion.fps))
     on_body = avatar_on_body(motion, rec, sk)[k:]            # as 'avatar --physics' does
     targets = controllers_on_body(motion, rec, sk)[k:]
-    res = track_any(on_body, body, mode=mode, settings=settings,
-                    hand_targets=targets if reach else None)
+    plan = None
+    if predict is None:
+        res = track_any(on_body, body, mode=mode, settings=settings,
+                        hand_targets=targets if reach else None)
+    else:
+        from physmocap.playback.predictive import track_predictive
+        res, plan = track_predictive(on_body, body, settings=settings, predict=predict,
+                                     hand_targets=targets if reach else None)
+        plan = plan.report()
     rep = res.report()
+    if plan is not None:
+        rep["frames_per_second"] = plan["frames_per_second"]      # the search's
     # one map from the capture's world and skeleton onto the body's for avatar, truth and
     # controllers: the avatar's reference pose (as retarget picks it) and root scale / floor
     rest = reference_pose(motion.skeleton, motion.meta.get("up") or "z", motion.lrot[0], sk,
@@ -318,7 +331,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
         # whether each controller was within the arm's reach
         "hand_dist": hand_dist, "hand_ok": hand_ok,
         # per frame (F, 2) m/s: each controller's speed relative to the simulated shoulder
-        "hand_speed": hand_speed,
+        "hand_speed": hand_speed, "plan": plan,
     }
 
 
@@ -370,11 +383,23 @@ def main() -> None:
     ap.add_argument("--start", type=seconds_arg, default=0.0, metavar="S",
                     help="with --physics: track from S seconds into each clip (the avatar's "
                          "and the truth's frame there), not from its first frame")
+    ap.add_argument("--predict", action="store_true",
+                    help="with --physics --mode physical --balance stepping: the avatar tracked "
+                         "with its gains chosen by simulating ahead ('avatar --predict')")
+    ap.add_argument("--predict-budget", type=float, default=100.0, metavar="FRAMES",
+                    help="with --predict: the search's budget (frames simulated per frame "
+                         "played)")
     ap.add_argument("--only", metavar="TEXT",
                     help="hold out only the clips (of the split) whose name contains TEXT")
     args = ap.parse_args()
     if args.balance == "stepping" and args.mode != "physical":
         ap.error("--balance stepping needs --mode physical")
+    if args.predict and not (args.physics and args.balance == "stepping"):
+        ap.error("--predict needs --physics --mode physical --balance stepping")
+    predict = None
+    if args.predict:
+        from physmocap.playback.predictive import PredictSettings
+        predict = PredictSettings(budget=args.predict_budget)
     if args.physics:
         from physmocap.playback.track import balance_settings
         from physmocap.scene import load_body
@@ -454,13 +479,18 @@ def main() -> None:
             m3 = "mm 3-point"
             phys_rows.append(physics_row(shown[m3], rec3, truth, body, args.mode,
                                          phys_settings, reach=not args.no_reach,
-                                         start=args.start))
+                                         start=args.start, predict=predict))
             r = phys_rows[-1]
             print(f"    physics ({args.mode}): tracking {100 * r['tracking_error_m']:.2f} cm, "
                   f"assist {r['assist_mean_n']:.0f}/{r['assist_max_n']:.0f} N, pen "
                   f"{r['penetration_max_mm']:.1f} mm, falls {r['falls']}, body "
                   f"{100 * r['sim_mpjpe_m']:.1f} cm (kin {100 * r['kin_mpjpe_m']:.1f}), hands "
                   f"{100 * r['hand_sim_ctrl_m']:.2f} cm from ctrl", flush=True)
+            if r["plan"] is not None:
+                pl = r["plan"]
+                print(f"    search: {'complete' if pl['complete'] else 'out of budget'}, "
+                      f"{pl['simulated_per_played']:g} frames simulated per frame played, "
+                      f"{pl['backtracks']} dead ends, {pl['search_seconds']:.0f} s", flush=True)
         if args.plot:
             plot_clip(Path(args.plot), files[i].stem[10:], truth, shown, db)
             if args.physics:
@@ -504,7 +534,8 @@ def main() -> None:
 
 def print_physics(args, names: list[str], rows: list[dict]) -> None:
     """Per clip and frame-weighted over all clips: the physics figures of ``physics_row``."""
-    bal = f", balance {args.balance}" if args.mode == "physical" else ""
+    bal = (f", balance {args.balance}" if args.mode == "physical" else "") + (
+        f", --predict budget {args.predict_budget:g}" if args.predict else "")
     print(f"\nmm 3-point on the simulated body ({args.mode}{bal}): physics report (track = "
           "joints to the reference it followed; pose = the same relative to the root, until a "
           "fall), body/lower = joints to the truth carried onto "
@@ -550,6 +581,13 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
         print(f"  first fall after {np.median([t for _, t in fell]):.1f} s median; upright "
               f"{up:.0f} of {sum(r['frames'] / r['fps_clip'] for r in rows):.0f} s in all "
               f"(every figure after a fall compares a body on the ground with a walk)")
+    plans = [r["plan"] for r in rows if r["plan"] is not None]
+    if plans:
+        print(f"search: complete in {sum(p['complete'] for p in plans)} of {len(plans)} clips; "
+              f"{min(p['simulated_per_played'] for p in plans):g}-"
+              f"{max(p['simulated_per_played'] for p in plans):g} frames simulated per frame "
+              f"played; {sum(p['search_seconds'] for p in plans):.0f} s in all (fr/s above: "
+              f"the search's)")
     print(f"body scale: the humanoid's hips at {min(r['ratio'] for r in rows):.3f}-"
           f"{max(r['ratio'] for r in rows):.3f} of the capture's (retarget root ratio)")
     if args.mode != "assist":

@@ -539,11 +539,8 @@ def cmd_play(args) -> int:
     if args.input:
         raise PhysmocapError("--input drives a motion-matching database (DB.npz); a fixed "
                              "motion plays as it is", args.motion)
-    if args.predict:
-        raise PhysmocapError("--predict searches a live input's run (DB.npz --input NAME); a "
-                             "fixed motion plays without it", args.motion)
-    refuse_overwrite([args.motion, *_scene_files(args.scene, "environments")],
-                     [args.output, args.report, args.report_html])
+    inputs = [args.motion, *_scene_files(args.scene, "environments")]
+    refuse_overwrite(inputs, [args.output, args.report, args.report_html])
     _need_plots(args)
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
@@ -553,10 +550,20 @@ def cmd_play(args) -> int:
     loop = None
     if args.loop is not None:
         motion, loop = _looped(motion, args.loop, args.motion)
-    result = track_any(motion, mode=args.mode, settings=_play_settings(args),
-                       progress=Progress(not args.quiet), environment=env)
+    settings, plan = _play_settings(args), None
+    if args.predict:
+        from .playback.predictive import track_predictive
+        predict, checkpoint = _predict_checkpoint(args, inputs, (args.loop, args.unit),
+                                                        settings)
+        result, plan = track_predictive(motion, settings=settings, predict=predict,
+                                        environment=env, progress=Progress(not args.quiet),
+                                        checkpoint=checkpoint)
+        _print_resumed(args, plan, 1.0 / motion.fps)
+    else:
+        result = track_any(motion, mode=args.mode, settings=settings,
+                           progress=Progress(not args.quiet), environment=env)
     write_bvh(result.motion, args.output)
-    rep = result.report()
+    rep = _with_plan(result.report(), plan)
     rep.update(source=str(args.motion), output=str(args.output))
     if loop is not None:
         rep["loop"] = loop
@@ -569,11 +576,19 @@ def cmd_play(args) -> int:
         print(f"  {_tracking_text(rep)}; root assist "
               f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
               f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
-              f"{_falls_text(rep['falls'])}; {rep['frames_per_second']:.0f} frames/s")
+              f"{_falls_text(rep['falls'])}; {_fps_text(rep['frames_per_second'])} frames/s")
         _print_physical(rep)
+        _print_predictive(rep)
         _print_holds(rep)
         _print_wrote(args)
+    if plan is not None:
+        checkpoint.remove()
     return 0
+
+
+def _fps_text(fps: float) -> str:
+    """Frames per second: whole above 10, else two decimals (a search plays a few a second)."""
+    return f"{fps:.0f}" if fps >= 10 else f"{fps:.2f}"
 
 
 def _need_plots(args) -> None:
@@ -667,6 +682,20 @@ def _print_holds(rep: dict) -> None:
         print(f"  hold {h['hand']} {h['start_s']:g}-{h['stop_s']:g} s: {h['frames']} frames, {err}")
 
 
+def _predict_arguments(sp, needs: str) -> None:
+    """``--predict`` and ``--predict-budget`` of ``play`` and ``avatar`` (``needs``: the
+    options it needs, in words)."""
+    sp.add_argument("--predict", action="store_true",
+                    help=f"{needs}: the body chooses its gains every 0.25 s by simulating 1 s "
+                    "ahead; the output is the chain of committed steps (fully physical; "
+                    "offline: tens of frames simulated per frame played; a stopped run "
+                    "resumes; playback/predictive.py)")
+    sp.add_argument("--predict-budget", type=_positive_float, metavar="FRAMES",
+                    help="with --predict: the most frames simulated per frame played (default "
+                    "100); past it the rest plays with the last gains and the report says "
+                    "incomplete")
+
+
 _RECOVER_HELP = ("a body that fell is put back on its feet, at rest in its reference's pose, "
                  "SECONDS after the fall was detected (placed, not simulated; every fall is "
                  "still counted, and the report says when each was put back)")
@@ -712,30 +741,17 @@ def _play_live(args) -> int:
     env = load_environment(args.scene) if args.scene else None
     settings, plan = _play_settings(args), None
     if args.predict:
-        from .playback.predictive import PredictSettings, run_predictive
-        from .solver.checkpoint import Checkpoint, partial_folder
-        predict = PredictSettings() if args.predict_budget is None else PredictSettings(
-            budget=args.predict_budget)
-        # a stopped search goes on from its last decision stored here (kept until the outputs
-        # are written)
-        partial = partial_folder(args.output)
-        checkpoint = Checkpoint(partial, _predict_key(inputs, duration, settings, predict))
+        from .playback.predictive import run_predictive
+        predict, checkpoint = _predict_checkpoint(args, inputs, duration, settings)
         live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
                                     environment=env, progress=Progress(not args.quiet),
                                     checkpoint=checkpoint)
-        if plan.resumed_at is not None and not args.quiet:
-            print(f"resumed from {partial} at {plan.resumed_at * ctrl.dt:.2f} s (the search "
-                  "cannot go back before it)")
+        _print_resumed(args, plan, ctrl.dt)
     else:
         live = run_live(ctrl, duration, mode=args.mode, settings=settings,
                         progress=Progress(not args.quiet), environment=env)
     write_bvh(live.result.motion, args.output)
-    rep = live.report()
-    if plan is not None:
-        # the run's speed is the search's: the committed steps alone are a small part of it
-        rep["predictive"] = dict(plan.report(),
-                                 committed_frames_per_second=rep["frames_per_second"])
-        rep["frames_per_second"] = rep["predictive"]["frames_per_second"]
+    rep = _with_plan(live.report(), plan)
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
     _write_play_reports(args, live.result, rep)
     if not args.quiet:
@@ -749,22 +765,10 @@ def _play_live(args) -> int:
         # where the reference slides its planted feet, a fully physical body cannot follow
         print(f"  the reference's feet in contact slide {rep['reference_foot_skate_mm']:.1f} "
               f"mm/frame (the database's clips: {rep['reference_foot_skate_mm_database']:.1f})")
-        fps = rep["frames_per_second"]
-        print(f"  {fps:.0f}" if fps >= 10 else f"  {fps:.2f}",
-              f"frames/s; latency {rep['latency_ms']['median']:.1f} ms median, "
-              f"{rep['latency_ms']['p99']:.1f} ms p99 per frame")
-        if plan is not None:
-            pr = rep["predictive"]
-            print(f"  predictive: the committed steps above; the search simulated "
-                  f"{pr['simulated_per_played']:.0f} frames per frame played in "
-                  f"{pr['search_seconds']:.0f} s (the committed steps alone "
-                  f"{pr['committed_frames_per_second']:.0f} frames/s; the latency above is "
-                  f"theirs), {pr['decisions']} gain switches, "
-                  f"{pr['backtracks']} dead ends" + ("" if pr["complete"] else
-                                                    f"; incomplete: searched "
-                                                    f"{pr['frames_planned']} frames within its "
-                                                    f"budget (--predict-budget "
-                                                    f"{pr['budget']:g})"))
+        print(f"  {_fps_text(rep['frames_per_second'])} frames/s; latency "
+              f"{rep['latency_ms']['median']:.1f} ms median, {rep['latency_ms']['p99']:.1f} ms "
+              "p99 per frame")
+        _print_predictive(rep)
         _print_holds(rep)
         _print_wrote(args)
     if plan is not None:
@@ -779,6 +783,52 @@ def _predict_key(files: list, duration: float, settings, predict) -> str:
     from .solver.checkpoint import job_key
     return job_key(__version__, duration, repr(settings), repr(predict),
                    *(np.frombuffer(Path(f).read_bytes(), np.uint8) for f in files))
+
+
+def _predict_checkpoint(args, files: list, what, settings) -> tuple:
+    """``(PredictSettings, Checkpoint)`` of a ``--predict`` run writing ``args.output``: a
+    stopped search goes on from its last decision stored in ``.OUT.bvh.partial`` (kept until
+    the outputs are written), keyed by the bytes of the ``files`` it reads, ``what`` (the rest
+    of the job: duration, loop, …) and the settings."""
+    from .playback.predictive import PredictSettings
+    from .solver.checkpoint import Checkpoint, partial_folder
+    predict = PredictSettings() if args.predict_budget is None else PredictSettings(
+        budget=args.predict_budget)
+    return predict, Checkpoint(partial_folder(args.output),
+                               _predict_key(files, what, settings, predict))
+
+
+def _print_resumed(args, plan, dt: float) -> None:
+    from .solver.checkpoint import partial_folder
+    if plan.resumed_at is not None and not args.quiet:
+        print(f"resumed from {partial_folder(args.output)} at {plan.resumed_at * dt:.2f} s "
+              "(the search cannot go back before it)")
+
+
+def _with_plan(rep: dict, plan) -> dict:
+    """A playback report with a ``--predict`` search's ``plan`` (if any) as ``predictive``:
+    the run's speed is the search's, the committed steps alone are a small part of it."""
+    if plan is not None:
+        rep["predictive"] = dict(plan.report(),
+                                 committed_frames_per_second=rep["frames_per_second"])
+        rep["frames_per_second"] = rep["predictive"]["frames_per_second"]
+    return rep
+
+
+def _print_predictive(rep: dict) -> None:
+    """The ``predictive`` section of a playback report, if any, in words."""
+    pr = rep.get("predictive")
+    if pr is None:
+        return
+    print(f"  predictive: the committed steps above; the search simulated "
+          f"{pr['simulated_per_played']:.0f} frames per frame played in "
+          f"{pr['search_seconds']:.0f} s (the committed steps alone "
+          f"{pr['committed_frames_per_second']:.0f} frames/s"
+          + ("; the latency above is theirs" if "latency_ms" in rep else "")
+          + f"), {pr['decisions']} gain "
+          f"switches, {pr['backtracks']} dead ends" + (
+              "" if pr["complete"] else f"; incomplete: searched {pr['frames_planned']} "
+              f"frames within its budget (--predict-budget {pr['budget']:g})"))
 
 
 def cmd_avatar(args) -> int:
@@ -819,8 +869,11 @@ def cmd_avatar(args) -> int:
         args.parser.error("--report-html draws the simulated avatar: add --physics")
     if args.recover is not None and not args.physics:
         args.parser.error("--recover puts the simulated avatar back on its feet: add --physics")
-    refuse_overwrite([args.inputs[0], args.tracking, args.truth],
-                     [args.output, args.report, args.report_html])
+    if args.predict and not args.physics:
+        args.parser.error("--predict searches the simulated avatar's balance: add --physics "
+                          "--mode physical --balance stepping")
+    inputs = [f for f in (args.inputs[0], args.tracking, args.truth) if f]
+    refuse_overwrite(inputs, [args.output, args.report, args.report_html])
     _need_plots(args)
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
@@ -835,7 +888,7 @@ def cmd_avatar(args) -> int:
     feats = av.avatar_features(db, args.head_weight)
     avatar = av.Avatar(db, feats, track)
     motion, record = av.run_avatar(avatar, progress=Progress(not args.quiet))
-    physics = None
+    physics = plan = None
     if args.physics:
         # the avatar's motion on the simulated body: retargeted, its arms reaching the
         # controllers again, then tracked with gravity and ground contact, the arms bent every
@@ -843,9 +896,19 @@ def cmd_avatar(args) -> int:
         from .playback.track import track_any
         from .scene import load_body
         body = load_body()
-        physics = track_any(av.avatar_on_body(motion, record, body.skeleton), body,
-                            mode=args.mode, settings=settings, progress=Progress(not args.quiet),
-                            hand_targets=av.controllers_on_body(motion, record, body.skeleton))
+        on_body = av.avatar_on_body(motion, record, body.skeleton)
+        hands = av.controllers_on_body(motion, record, body.skeleton)
+        if args.predict:
+            from .playback.predictive import track_predictive
+            predict, checkpoint = _predict_checkpoint(
+                args, [args.inputs[0], args.tracking], (args.unit, args.head_weight), settings)
+            physics, plan = track_predictive(on_body, body, settings=settings, predict=predict,
+                                             progress=Progress(not args.quiet),
+                                             checkpoint=checkpoint, hand_targets=hands)
+            _print_resumed(args, plan, 1.0 / motion.fps)
+        else:
+            physics = track_any(on_body, body, mode=args.mode, settings=settings,
+                                progress=Progress(not args.quiet), hand_targets=hands)
         write_bvh(physics.motion, args.output)
     else:
         write_bvh(motion, args.output)
@@ -856,7 +919,7 @@ def cmd_avatar(args) -> int:
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
     if physics is not None:
-        rep["physics"] = dict(physics.report(), balance=args.balance)
+        rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)
     # the simulated avatar's page; the avatar's own figures folded in beside its physics
     _write_play_reports(args, physics, rep, page=lambda r: dict(
         r["physics"], input=str(args.tracking), database=str(args.inputs[0]),
@@ -884,7 +947,10 @@ def cmd_avatar(args) -> int:
                 print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "
                       f"controllers when reachable, {100 * h['within_tolerance_fraction']:.0f} % "
                       f"of those frames within {1000 * h['tolerance_m']:.0f} mm")
+            _print_predictive(ph)
         _print_wrote(args)
+    if plan is not None:
+        checkpoint.remove()
     return 0
 
 
@@ -1027,15 +1093,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--balance", choices=("none", "stepping"), default="none",
                     help="with --mode physical: stepping = balance feedback that keeps a walk "
                     "up (foot placement, leg IK, compliant joints); none = PD tracking only")
-    sp.add_argument("--predict", action="store_true",
-                    help="with a live input, --mode physical --balance stepping: the body "
-                    "chooses its gains every 0.25 s by simulating 1 s ahead; the output is the "
-                    "chain of committed steps (fully physical; not real time: tens of frames "
-                    "simulated per frame played; playback/predictive.py)")
-    sp.add_argument("--predict-budget", type=_positive_float, metavar="FRAMES",
-                    help="with --predict: the most frames simulated per frame played (default "
-                    "100); past it the rest plays with the last gains and the report says "
-                    "incomplete")
+    _predict_arguments(sp, "with --mode physical --balance stepping")
     sp.add_argument("--scene", help="scene objects and hand holds (shipped environment name "
                     "or TOML/JSON file, as 'solve --scene')")
     sp.add_argument("--loop", type=float, metavar="SECONDS",
@@ -1095,6 +1153,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --physics --mode physical: balance feedback (see play)")
     sp.add_argument("--recover", type=_non_negative_float, metavar="SECONDS",
                     help="with --physics: " + _RECOVER_HELP)
+    _predict_arguments(sp, "with --physics --mode physical --balance stepping")
     sp.usage = ("physmocap avatar DB.npz --tracking TRACK.csv -o OUT.bvh [--truth CLIP.bvh] "
                 "[--report R.json]\n       physmocap avatar extract CLIP.bvh -o TRACK.csv")
     sp.set_defaults(parser=sp)

@@ -265,6 +265,91 @@ def test_predictive_walks_on_where_stepping_falls(live_db, sharp_turns):
     assert res.report()["falls"] == []
 
 
+# --- a fixed motion ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fixed_walk():
+    """pybullet_data's walk clip (38 frames at 30 fps) on the body's skeleton, and its wrists
+    as hand targets ``(38, 2, 3)`` m (a three-point avatar's controllers)."""
+    from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
+    from physmocap.matching.retarget import retarget
+    from physmocap.scene import load_body
+    sk = load_body().skeleton
+    m = retarget(read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt")), sk)
+    return m, m.gpos[:, [sk.index("LeftHand"), sk.index("RightHand")]]
+
+
+def test_a_fixed_motion_is_the_committed_chain(fixed_walk, monkeypatch):
+    """``track_predictive``: decisions every 0.25 s (8 frames at 30 fps) from frame 1; the
+    result's simulated root one frame before each is the body's root when the search saved
+    that decision; every frame of the clip is played, none falls; the hands reach for their
+    targets (the report's ``hands``)."""
+    from physmocap.playback.track import MotionPlayback
+    motion, hands = fixed_walk
+    saved = {}
+    save = P._snapshot
+
+    def spy(live):
+        assert isinstance(live, MotionPlayback)
+        saved[live.frame] = np.array(live.tracker.char.pose()[0])
+        return save(live)
+    monkeypatch.setattr(P, "_snapshot", spy)
+    res, plan = P.track_predictive(motion, settings=SETTINGS,
+                                   predict=P.PredictSettings(random_sets=1), hand_targets=hands)
+    assert plan.complete and plan.frames == plan.played == 38
+    assert [f for f, _ in plan.switches] == list(range(1, 38, 8))
+    assert plan.report()["simulated_per_played"] > 1
+    roots = res.motion.root_pos
+    for frame, _ in plan.switches:
+        assert np.array_equal(roots[frame - 1], saved[frame]), frame
+    rep = res.report()
+    assert rep["frames"] == 38 and rep["falls"] == [] and rep["mode"] == "physical"
+    # the hands reach for their targets: nearer them than the same search's without them
+    from physmocap.playback.reach import reach_report
+    free, _ = P.track_predictive(motion, settings=SETTINGS,
+                                 predict=P.PredictSettings(random_sets=1))
+    apart = reach_report(motion.skeleton, free.motion.root_pos, free.motion.lrot, hands)
+    assert rep["hands"]["hand_error_reachable_m"] < 0.5 * apart["hand_error_reachable_m"]
+
+
+def test_a_fixed_motion_resumes_exactly(fixed_walk, tmp_path):
+    """Stopped after a decision was stored and run again, the fixed motion's search goes on
+    from it, bit for bit the uninterrupted run (its hand targets stored with it)."""
+    from physmocap.solver.checkpoint import Checkpoint
+    motion, hands = fixed_walk
+    predict = P.PredictSettings(random_sets=1)
+
+    def run(checkpoint=None, stop_at=None):
+        def progress(stage, done, total):
+            if stop_at is not None and done >= stop_at:
+                raise KeyboardInterrupt
+        return P.track_predictive(motion, settings=SETTINGS, predict=predict,
+                                  progress=progress, checkpoint=checkpoint, hand_targets=hands)
+
+    whole, plan = run()
+    with pytest.raises(KeyboardInterrupt):
+        run(Checkpoint(tmp_path / "ck", "job"), stop_at=17)
+    ck = Checkpoint(tmp_path / "ck", "job")
+    again, plan2 = run(ck)
+    assert ck.resumed == ["predictive"] and plan2.resumed_at == 9
+    for name in ("root_pos", "lrot"):
+        assert np.array_equal(getattr(again.motion, name), getattr(whole.motion, name))
+    assert plan2.switches == plan.switches
+    assert (plan2.simulated_frames, plan2.backtracks) == (plan.simulated_frames,
+                                                          plan.backtracks)
+    assert again.report()["hands"] == whole.report()["hands"]
+
+
+def test_a_fixed_motion_refuses_what_the_search_cannot_do(fixed_walk):
+    """No balance controller, or hand holds: one ``SettingsError`` before any work."""
+    motion, _ = fixed_walk
+    with pytest.raises(SettingsError, match="needs a balance controller"):
+        P.track_predictive(motion, settings=TrackingSettings())
+    env = Environment("grip", (), (HandHold("Right", 0.0, 1.0, None, (0.3, -0.2, 1.0)),))
+    with pytest.raises(SettingsError, match="hand holds are not supported"):
+        P.track_predictive(motion, settings=SETTINGS, environment=env)
+
+
 # --- the command line -----------------------------------------------------------------------
 
 def test_cli_play_predict(live_db, tmp_path, capsys):
@@ -310,12 +395,35 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
         with pytest.raises(SystemExit) as e:
             main(args + bad)
         assert e.value.code == 2 and "--predict" in capsys.readouterr().err
+
+
+def test_cli_play_predict_a_fixed_motion(tmp_path, capsys):
+    """``play CLIP --mode physical --balance stepping --predict``: a fixed motion searched as
+    a live input is, the report's ``predictive`` section and speed the search's, the output
+    the clip's frames, no checkpoint left; without ``--balance stepping`` a usage error."""
+    import json
+
+    from physmocap.cli import main
+    from physmocap.io.bvh import read_bvh
+    from physmocap.io.deepmimic import pybullet_motion_path
     clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
-    code = main(["play", clip, "-o", str(tmp_path / "x.bvh"), "--mode", "physical",
-                 "--balance", "stepping", "--predict"])
-    err = capsys.readouterr().err
-    assert code == 1 and "--predict" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "x.bvh").exists()
+    out = tmp_path / "x.bvh"
+    code = main(["play", clip, "-o", str(out), "--mode", "physical", "--balance", "stepping",
+                 "--predict", "--report", str(tmp_path / "x.json")])
+    text = capsys.readouterr().out
+    assert code == 0 and "predictive: the committed steps" in text
+    rep = json.loads((tmp_path / "x.json").read_text())
+    pr = rep["predictive"]
+    assert pr["complete"] and pr["frames_planned"] == rep["frames"] == 38
+    assert rep["frames_per_second"] == pr["frames_per_second"] < pr[
+        "committed_frames_per_second"]
+    assert rep["falls"] == [] and rep["root_assist_force_max_n"] == 0.0
+    assert read_bvh(out).n_frames == 38
+    assert not (tmp_path / ".x.bvh.partial").exists()
+    with pytest.raises(SystemExit) as e:
+        main(["play", clip, "-o", str(tmp_path / "y.bvh"), "--mode", "physical", "--predict"])
+    assert e.value.code == 2 and "--predict" in capsys.readouterr().err
+    assert not (tmp_path / "y.bvh").exists()
 
 
 def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):

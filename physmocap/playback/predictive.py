@@ -186,25 +186,38 @@ def _random_set(rng: np.random.Generator, base: BalanceSettings):
 # --- the live loop's state, saved and restored ---------------------------------------------
 
 def _shared(live, d: dict) -> dict:
-    """``deepcopy`` memo of what every copy of a ``LivePlayback``'s ``__dict__`` ``d`` shares:
-    the read-only database, features, search index and bodies, the PyBullet character (its
-    Python side is fixed once built; its world is saved by PyBullet), the controller's
-    record (appended to; ``_restore`` cuts it back) and ``live`` itself (a ``speed_margin``
-    input source points back at it)."""
+    """``deepcopy`` memo of what every copy of a player's ``__dict__`` ``d`` shares (a
+    ``LivePlayback`` or a ``track.MotionPlayback``): PyBullet, the bodies and the character
+    (its Python side is fixed once built; its world is saved by PyBullet), ``live`` itself (a
+    ``speed_margin`` input source points back at it); a live loop's read-only database,
+    features, search index and the controller's record (appended to; ``_restore`` cuts it
+    back); a fixed motion's reference and hand targets."""
     import pybullet
-    ctrl, tr = d["ctrl"], d["tracker"]
-    keep = (pybullet, ctrl.db, ctrl.features, ctrl.index, ctrl.valid, ctrl.record, d["body"],
-            tr.body, tr.char, live)
-    return {id(o): o for o in keep}
+    tr = d["tracker"]
+    # in this order: a checkpoint refers to them by their place in it
+    if "ctrl" in d:
+        ctrl = d["ctrl"]
+        keep = [pybullet, ctrl.db, ctrl.features, ctrl.index, ctrl.valid, ctrl.record]
+    else:
+        keep = [pybullet, d["ref"], d["hand_targets"]]
+    keep += [d["body"], tr.body, tr.char, live]
+    return {id(o): o for o in keep if o is not None}
+
+
+def _log(live):
+    """The controller's record of a live loop (appended to every frame), or None."""
+    ctrl = live.__dict__.get("ctrl")
+    return None if ctrl is None else ctrl.record
 
 
 def _snapshot(live) -> tuple:
     ch = live.tracker.char
     sid = ch.p.saveState(physicsClientId=ch.client)
-    rec = live.ctrl.record
-    lens = {k: len(v) for k, v in vars(rec).items() if isinstance(v, list)}
+    rec = _log(live)
+    lens = {} if rec is None else {k: len(v) for k, v in vars(rec).items()
+                                   if isinstance(v, list)}
     return (sid, copy.deepcopy(live.__dict__, _shared(live, live.__dict__)), lens,
-            rec.transitions)
+            None if rec is None else rec.transitions)
 
 
 def _restore(live, snap) -> None:
@@ -214,10 +227,11 @@ def _restore(live, snap) -> None:
     live.__dict__.clear()
     # a copy again: the snapshot stays usable for the next candidate
     live.__dict__.update(copy.deepcopy(state, _shared(live, state)))
-    rec = live.ctrl.record
-    for k, n in lens.items():
-        del getattr(rec, k)[n:]
-    rec.transitions = transitions
+    rec = _log(live)
+    if rec is not None:
+        for k, n in lens.items():
+            del getattr(rec, k)[n:]
+        rec.transitions = transitions
 
 
 def _release(live, snap) -> None:
@@ -242,7 +256,8 @@ def _save_search(checkpoint, live, search: dict) -> None:
 
     buf = io.BytesIO()
     Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
-        dict(live=live.__dict__, record=vars(live.ctrl.record), search=search))
+        dict(live=live.__dict__, record=None if _log(live) is None else vars(_log(live)),
+             search=search))
     checkpoint.save("predictive", world=np.frombuffer(world, np.uint8),
                     state=np.frombuffer(buf.getvalue(), np.uint8))
 
@@ -272,8 +287,9 @@ def _load_search(checkpoint, live) -> dict | None:
         return None
     live.__dict__.clear()
     live.__dict__.update(state["live"])
-    vars(live.ctrl.record).clear()
-    vars(live.ctrl.record).update(state["record"])
+    if state["record"] is not None:
+        vars(_log(live)).clear()
+        vars(_log(live)).update(state["record"])
     return state["search"]
 
 
@@ -312,6 +328,52 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     require_numbers("run_predictive", ("duration",), duration=duration)         # s
     _check(settings, environment)
     body = body or load_body()
+    n = max(2, int(round(duration / controller.dt)))
+    rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
+    with LivePlayback(controller, body, "physical", settings, environment=environment) as live:
+        rec, plan = _search(live, rec, n, body, settings, predict, progress, checkpoint)
+        falls = list(live.tracker.falls)
+        ratio, played = live.retarget.ratio, live.ctrl
+    return rec.measure(played, body, "physical", falls, ratio, environment), plan
+
+
+def track_predictive(motion, body: BodyTemplate | None = None,
+                     settings: TrackingSettings = TrackingSettings(balance=True),
+                     predict: PredictSettings = PredictSettings(),
+                     environment: Environment | None = None, progress=None, checkpoint=None,
+                     hand_targets: np.ndarray | None = None):
+    """``track_any`` of a fixed ``motion``, fully physical, with the balance gains chosen by
+    simulating ahead as ``run_predictive`` chooses them (module docstring): a clip, a looped
+    gait cycle, or a three-point avatar's motion with its ``hand_targets`` (``avatar
+    --physics --predict``). Returns ``(TrackResult, Plan)``; the other arguments as
+    ``run_predictive``'s (``checkpoint``'s key names the motion, settings and targets)."""
+    from .live import _Frames
+    from .track import MotionPlayback, measure, prepare_reference
+    _check(settings, environment)
+    body = body or load_body()
+    if motion.skeleton.names != body.skeleton.names:
+        from ..matching.retarget import retarget     # matching is pure numpy; no cycle
+        motion = retarget(motion, body.skeleton)
+    body, ref, hand_targets = prepare_reference(motion, body, "physical", settings,
+                                                hand_targets=hand_targets)
+    n = ref.n_frames
+    rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
+    with MotionPlayback(ref, body, "physical", settings, environment, hand_targets) as live:
+        rec, plan = _search(live, rec, n, body, settings, predict, progress, checkpoint)
+        falls = list(live.tracker.falls)
+    result = measure(ref, rec.sim_root, rec.sim_lrot, body, "physical", rec.force, rec.torque,
+                     rec.pen, rec.contacts, falls, float(rec.p_ms.sum() / 1e3),
+                     source="physics playback (physical, predictive)", environment=environment,
+                     hold_error_m=rec.hold_err, hand_targets=hand_targets)
+    return result, plan
+
+
+def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
+            predict: PredictSettings, progress, checkpoint) -> tuple:
+    """The search (module docstring) over ``n`` frames of an open player ``live`` (a
+    ``LivePlayback`` or a ``track.MotionPlayback``, not yet stepped), recording each frame in
+    ``rec`` (``live._Frames``). Returns ``(rec, Plan)``: a resumed search's record is the one
+    stored; ``live`` is left at the committed chain's end."""
     base = settings.balance_gains
     sets = {"own": (base, None)}
     for name, (changes, jm) in SEARCHED_SETS.items():
@@ -319,98 +381,92 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     rng = np.random.default_rng(predict.seed)
     head = body.index(settings.head)
     t0 = time.perf_counter()
-    n = max(2, int(round(duration / controller.dt)))
-    n_every = max(1, int(round(predict.every_s / controller.dt)))
-    n_ahead = max(n_every, int(round(predict.horizon_s / controller.dt)))
-    rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
+    n_every = max(1, int(round(predict.every_s / live.dt)))
+    n_ahead = max(n_every, int(round(predict.horizon_s / live.dt)))
     count = dict(simulated=0, backtracks=0)
     # decision points: [frame, snapshot, candidates still open (best first), the best one,
     # the one committed]
     stack = []
-    with LivePlayback(controller, body, "physical", settings, environment=environment) as live:
 
-        def play(start: int, frames: int, stop_on_fall: bool = True) -> int | None:
-            """Simulate and record frames ``start ..``: the frames to the head's going down
-            (``stop_on_fall``: stopped there), or None. A look-ahead's frames are recorded
-            too; the committed steps write over them."""
-            for f, i in enumerate(range(start, start + frames)):
-                rec.put(i, live.step())
-                count["simulated"] += 1
-                if stop_on_fall and _head_z(live, head) < predict.head_m:
-                    return f + 1
-            return None
+    def play(start: int, frames: int, stop_on_fall: bool = True) -> int | None:
+        """Simulate and record frames ``start ..``: the frames to the head's going down
+        (``stop_on_fall``: stopped there), or None. A look-ahead's frames are recorded
+        too; the committed steps write over them."""
+        for f, i in enumerate(range(start, start + frames)):
+            rec.put(i, live.step())
+            count["simulated"] += 1
+            if stop_on_fall and _head_z(live, head) < predict.head_m:
+                return f + 1
+        return None
 
-        def commit(node, name: str) -> None:
-            _restore(live, node[1])
+    def commit(node, name: str) -> None:
+        _restore(live, node[1])
+        live.tracker.set_balance_gains(*sets[name])
+        node[4] = name
+
+    # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
+    # world restored to before that placement is not the fresh one (measured: 3 mm apart
+    # in 0.25 s), a placed one is restored exactly
+    play(0, 1, stop_on_fall=False)
+    i, complete, done, resumed = 1, True, [], None
+    saved = None if checkpoint is None else _load_search(checkpoint, live)
+    if saved is not None:
+        # the loop's variables as they were at the stored decision (``play`` and
+        # ``commit`` read them when called)
+        i, done, count, sets, rng = (saved[k] for k in ("i", "done", "count", "sets",
+                                                         "rng"))
+        rec, resumed = saved["rec"], saved["i"]
+        t0 = time.perf_counter() - saved["seconds"]
+    while i < n:
+        s0 = _snapshot(live)
+        if checkpoint is not None:
+            _save_search(checkpoint, live, dict(
+                i=i, done=done + [(node[0], node[4]) for node in stack], count=count,
+                sets=sets, rng=rng, rec=rec, seconds=time.perf_counter() - t0))
+        names = list(sets)[:1 + len(SEARCHED_SETS)]
+        for r in range(predict.random_sets):
+            names.append(f"random_{i}_{r}")
+            sets[names[-1]] = _random_set(rng, base)
+        scored = []
+        for k, name in enumerate(names):
+            _restore(live, s0)
             live.tracker.set_balance_gains(*sets[name])
-            node[4] = name
-
-        # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
-        # world restored to before that placement is not the fresh one (measured: 3 mm apart
-        # in 0.25 s), a placed one is restored exactly
-        play(0, 1, stop_on_fall=False)
-        i, complete, done, resumed = 1, True, [], None
-        saved = None if checkpoint is None else _load_search(checkpoint, live)
-        if saved is not None:
-            # the loop's variables as they were at the stored decision (``play`` and
-            # ``commit`` read them when called)
-            i, done, count, sets, rng = (saved[k] for k in ("i", "done", "count", "sets",
-                                                             "rng"))
-            rec, resumed = saved["rec"], saved["i"]
-            t0 = time.perf_counter() - saved["seconds"]
-        while i < n:
-            s0 = _snapshot(live)
-            if checkpoint is not None:
-                _save_search(checkpoint, live, dict(
-                    i=i, done=done + [(node[0], node[4]) for node in stack], count=count,
-                    sets=sets, rng=rng, rec=rec, seconds=time.perf_counter() - t0))
-            names = list(sets)[:1 + len(SEARCHED_SETS)]
-            for r in range(predict.random_sets):
-                names.append(f"random_{i}_{r}")
-                sets[names[-1]] = _random_set(rng, base)
-            scored = []
-            for k, name in enumerate(names):
-                _restore(live, s0)
-                live.tracker.set_balance_gains(*sets[name])
-                ahead = min(n_ahead, n - i)
-                fall = play(i, ahead)
-                last = i + (ahead if fall is None else fall) - 1
-                lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
-                # a later fall first, then the body nearer its reference (a body that steps in
-                # place stays up too); ties: the earlier candidate
-                scored.append((np.inf if fall is None else fall, -lag, -k, name))
-            scored.sort(reverse=True)
-            step = min(n_every, n - i)
-            up = [c[3] for c in scored if c[0] > step][:predict.branch]
-            stack.append([i, s0, up, scored[0][3], None])
-            while True:
-                while len(stack) > 1 and not stack[-1][2]:   # dead ends: back to the one before
-                    _release(live, stack.pop()[1])
-                    count["backtracks"] += 1
-                node = stack[-1]
-                if not node[2] or count["simulated"] > predict.budget * n:
-                    # no way on from the first point, or no budget left: the rest of the run
-                    # with the best choice here, as it comes
-                    commit(node, node[2][0] if node[2] else node[3])
-                    play(node[0], n - node[0], stop_on_fall=False)
-                    i, complete = n, False
-                    break
-                commit(node, node[2].pop(0))
-                step = min(n_every, n - node[0])
-                if play(node[0], step) is None:
-                    i = node[0] + step
-                    break
-                # down inside the committed step though not in its rollout: a dead end too
-            if progress is not None:
-                progress("predictive search", i, n)
-        for node in stack:
-            _release(live, node[1])
-        falls = list(live.tracker.falls)
-        ratio, played = live.retarget.ratio, live.ctrl
-    result = rec.measure(played, body, "physical", falls, ratio, environment)
+            ahead = min(n_ahead, n - i)
+            fall = play(i, ahead)
+            last = i + (ahead if fall is None else fall) - 1
+            lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
+            # a later fall first, then the body nearer its reference (a body that steps in
+            # place stays up too); ties: the earlier candidate
+            scored.append((np.inf if fall is None else fall, -lag, -k, name))
+        scored.sort(reverse=True)
+        step = min(n_every, n - i)
+        up = [c[3] for c in scored if c[0] > step][:predict.branch]
+        stack.append([i, s0, up, scored[0][3], None])
+        while True:
+            while len(stack) > 1 and not stack[-1][2]:   # dead ends: back to the one before
+                _release(live, stack.pop()[1])
+                count["backtracks"] += 1
+            node = stack[-1]
+            if not node[2] or count["simulated"] > predict.budget * n:
+                # no way on from the first point, or no budget left: the rest of the run
+                # with the best choice here, as it comes
+                commit(node, node[2][0] if node[2] else node[3])
+                play(node[0], n - node[0], stop_on_fall=False)
+                i, complete = n, False
+                break
+            commit(node, node[2].pop(0))
+            step = min(n_every, n - node[0])
+            if play(node[0], step) is None:
+                i = node[0] + step
+                break
+            # down inside the committed step though not in its rollout: a dead end too
+        if progress is not None:
+            progress("predictive search", i, n)
+    for node in stack:
+        _release(live, node[1])
     switches = done + [(node[0], node[4]) for node in stack]
     used = {name for _, name in switches}
     plan = Plan(switches, {k: v for k, v in sets.items() if k in used},
                 n if complete else stack[-1][0], n, complete, count["simulated"],
                 count["backtracks"], time.perf_counter() - t0, predict.budget, resumed)
-    return result, plan
+    return rec, plan

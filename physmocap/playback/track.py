@@ -967,32 +967,12 @@ def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
         f"{body.name!r}; retarget it first: retarget(motion, load_body().skeleton)")
 
 
-def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
-          settings: TrackingSettings = TrackingSettings(), progress=None,
-          loops: int = 1, environment: Environment | None = None,
-          hand_targets: np.ndarray | None = None) -> TrackResult:
-    """Simulate the body following ``motion`` (on the template's skeleton).
-
-    Args:
-        motion: the reference, on ``body.skeleton``, or on the template's joints with other limb
-            lengths (a solved capture: simulated with that subject's body,
-            ``BodyTemplate.with_skeleton``); ``retarget`` other skeletons first.
-        body: the body template (default: the shipped ``humanoid``).
-        mode: ``"assist"`` (bounded root force/torque toward the reference root) or
-            ``"physical"`` (joint torques only).
-        settings: ``TrackingSettings``.
-        progress: optional ``progress(stage, done, total)`` callback.
-        loops: play the reference this many times in a row (a walk cycle shifted by its own
-            root displacement each time, for long physical tests); ``1`` = as is.
-        environment: scene objects and hand holds (``scene.load_environment``; hold times are
-            seconds from the reference's first frame), see ``environment.py``.
-        hand_targets: ``(F, 2, 3)`` m world points, per reference frame, that the left and right
-            hands reach for (a three-point avatar's controllers; NaN: none that frame):
-            ``Tracker.step``'s ``reach``, and the body is placed on the first frame with its
-            arms bent to them. The report gains ``hands`` (``reach.reach_report``).
-    Returns:
-        a ``TrackResult``.
-    """
+def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
+                      settings: TrackingSettings, loops: int = 1,
+                      hand_targets: np.ndarray | None = None) -> tuple:
+    """``(body, reference, hand_targets)``: ``motion`` checked and prepared as ``track``
+    simulates it (looped, feet levelled, grounded, swinging feet lifted; arguments as
+    ``track``'s), the body it is simulated with (its limb lengths, ``_on_template``)."""
     body = body or load_body()
     if mode not in MODES:
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
@@ -1020,48 +1000,121 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
     clearance = settings.clearance(mode)
     if clearance > 0:
         ref = lift_swing(ref, body, clearance)
-    F, dt = ref.n_frames, 1.0 / ref.fps
+    return body, ref, hand_targets
+
+
+def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist",
+          settings: TrackingSettings = TrackingSettings(), progress=None,
+          loops: int = 1, environment: Environment | None = None,
+          hand_targets: np.ndarray | None = None) -> TrackResult:
+    """Simulate the body following ``motion`` (on the template's skeleton).
+
+    Args:
+        motion: the reference, on ``body.skeleton``, or on the template's joints with other limb
+            lengths (a solved capture: simulated with that subject's body,
+            ``BodyTemplate.with_skeleton``); ``retarget`` other skeletons first.
+        body: the body template (default: the shipped ``humanoid``).
+        mode: ``"assist"`` (bounded root force/torque toward the reference root) or
+            ``"physical"`` (joint torques only).
+        settings: ``TrackingSettings``.
+        progress: optional ``progress(stage, done, total)`` callback.
+        loops: play the reference this many times in a row (a walk cycle shifted by its own
+            root displacement each time, for long physical tests); ``1`` = as is.
+        environment: scene objects and hand holds (``scene.load_environment``; hold times are
+            seconds from the reference's first frame), see ``environment.py``.
+        hand_targets: ``(F, 2, 3)`` m world points, per reference frame, that the left and right
+            hands reach for (a three-point avatar's controllers; NaN: none that frame):
+            ``Tracker.step``'s ``reach``, and the body is placed on the first frame with its
+            arms bent to them. The report gains ``hands`` (``reach.reach_report``).
+    Returns:
+        a ``TrackResult``.
+    """
+    body, ref, hand_targets = prepare_reference(motion, body, mode, settings, loops,
+                                                hand_targets)
+    F = ref.n_frames
     root = np.empty((F, 3))
     lrot = np.empty((F, len(body), 4))
     force = np.zeros(F)
     torque = np.zeros(F)
     pen = np.zeros(F)
     contacts = np.zeros((F, 2), bool)
-    tr = Tracker(body, mode, settings, environment)
     hold_err = np.full((F, len(environment.holds) if environment else 0), np.nan)
-    pose0, pose1 = ref.lrot[0], ref.lrot[1]
-    if hand_targets is not None:
-        # the first pose reaches too (``step`` bends the arms from frame 1 on): grounded, the
-        # reference's shoulders had moved, and the first frame's hands were 0.7-2.9 cm off
-        # (held-out runs, ``benchmarks/avatar_eval.py --offset 5 --physics``)
-        arms = ArmReach(body.skeleton)
-        poses = [(ref.root_pos[f], ref.lrot[f]) for f in (0, 1)]
-        # each bent on its own chest (the body placed on the pose: no deviation yet)
-        pose0, pose1 = (arms.bend(q, q, q, hand_targets[f]) for f, q in enumerate(poses))
-    try:
-        tr.reset(ref.root_pos[0], ref.lrot[0, 0], pose0,
-                 next_pose=(ref.root_pos[1], ref.lrot[1, 0], pose1), dt=dt,
-                 reach=None if hand_targets is None else hand_targets[0])
-        root[0], lrot[0] = tr.char.pose()
-        contacts[0], pen[0] = tr.char.contacts()
-        t0 = time.perf_counter()
-        for f in range(1, F):
-            rp, rr, lr, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], dt,
-                                       None if hand_targets is None else hand_targets[f])
-            root[f], lrot[f] = rp, lr
+    with MotionPlayback(ref, body, mode, settings, environment, hand_targets) as run:
+        for f in range(F):
+            if f == 1:
+                t0 = time.perf_counter()
+            _, (root[f], lrot[f]), info = run.step()
             force[f], torque[f] = info["assist_force_n"], info["assist_torque_nm"]
             contacts[f], pen[f] = info["contacts"], info["penetration_m"]
             hold_err[f] = info["hold_error_m"]
-            if progress is not None and (f % 120 == 0 or f == F - 1):
+            if progress is not None and f > 0 and (f % 120 == 0 or f == F - 1):
                 progress("track", f + 1, F)
         seconds = time.perf_counter() - t0
-        falls = list(tr.falls)
-    finally:
-        tr.close()
+        falls = list(run.tracker.falls)
     # frame 0 is the reset pose, not simulated: report steps 1.. for timing
     return measure(ref, root, lrot, body, mode, force, torque, pen, contacts, falls,
                    seconds * F / max(F - 1, 1), source=f"physics playback ({mode})",
                    environment=environment, hold_error_m=hold_err, hand_targets=hand_targets)
+
+
+class MotionPlayback:
+    """A prepared reference played on the simulated body one frame per ``step``: ``track``'s
+    loop, and what ``predictive.track_predictive`` saves, restores and steps.
+
+    Args:
+        ref: the reference, prepared as ``track`` prepares it (feet levelled, grounded, swing
+            lifted), on ``body.skeleton``.
+        body, mode, settings, environment: as ``Tracker``.
+        hand_targets: ``(F, 2, 3)`` m or None, as ``track``'s.
+    """
+
+    def __init__(self, ref: Motion, body: BodyTemplate, mode: str, settings: TrackingSettings,
+                 environment: Environment | None = None, hand_targets: np.ndarray | None = None):
+        self.ref, self.body, self.hand_targets = ref, body, hand_targets
+        self.dt = 1.0 / ref.fps
+        self.frame = 0
+        self.tracker = Tracker(body, mode, settings, environment)
+
+    def step(self):
+        """The next frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot),
+        info)`` as ``LivePlayback.step``'s. Frame 0 places the body (at its first pose, with
+        the velocities to the next; no physics step), each later one simulates ``1 / fps`` s."""
+        f, ref, tr, targets = self.frame, self.ref, self.tracker, self.hand_targets
+        t0 = time.perf_counter()
+        if f == 0:
+            pose0, pose1 = ref.lrot[0], ref.lrot[1]
+            if targets is not None:
+                # the first pose reaches too (``step`` bends the arms from frame 1 on):
+                # grounded, the reference's shoulders had moved, and the first frame's hands
+                # were 0.7-2.9 cm off (held-out runs, ``benchmarks/avatar_eval.py --offset 5
+                # --physics``)
+                arms = ArmReach(self.body.skeleton)
+                poses = [(ref.root_pos[k], ref.lrot[k]) for k in (0, 1)]
+                # each bent on its own chest (the body placed on the pose: no deviation yet)
+                pose0, pose1 = (arms.bend(q, q, q, targets[k]) for k, q in enumerate(poses))
+            tr.reset(ref.root_pos[0], ref.lrot[0, 0], pose0,
+                     next_pose=(ref.root_pos[1], ref.lrot[1, 0], pose1), dt=self.dt,
+                     reach=None if targets is None else targets[0])
+            sim = tr.char.pose()
+            feet, pen = tr.char.contacts()
+            info = {"assist_force_n": 0.0, "assist_torque_nm": 0.0, "contacts": feet,
+                    "penetration_m": pen, "hold_error_m": np.nan}
+        else:
+            rp, _, lr, info = tr.step(ref.root_pos[f], ref.lrot[f, 0], ref.lrot[f], self.dt,
+                                      None if targets is None else targets[f])
+            sim = (rp, lr)
+        self.frame += 1
+        info = dict(info, controller_ms=0.0, physics_ms=1e3 * (time.perf_counter() - t0))
+        return (ref.root_pos[f], ref.lrot[f]), sim, info
+
+    def close(self) -> None:
+        self.tracker.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 BALANCES = ("none", "stepping")
