@@ -556,6 +556,34 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
     assert f"&quot;transitions&quot;: {rep['transitions']}" in page       # escaped JSON
 
 
+def test_cli_physics_predict(tmp_path, data_dir, small_db, capsys):
+    """``avatar --physics --mode physical --balance stepping --predict``: the simulated avatar
+    with its balance gains chosen by simulating ahead (``track_predictive``), the hands
+    reaching for the controllers; the report's ``physics`` holds the search, and its
+    checkpoint is gone once the outputs are written. 1.5 s of a held-out walk."""
+    from physmocap.tracking import ThreePointTrack
+    db, _ = small_db
+    save_database(db, tmp_path / "db.npz")
+    clip = _clip(data_dir, "walk_normal_010")
+    assert main(["avatar", "extract", str(clip), "-o", str(tmp_path / "t.csv"), "-q"]) == 0
+    t = read_tracking(tmp_path / "t.csv")
+    k = int(np.searchsorted(t.times, t.times[0] + 1.5))
+    write_tracking(ThreePointTrack(t.times[:k], t.pos[:k], t.rot[:k]), tmp_path / "s.csv")
+    assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "s.csv"),
+                 "-o", str(tmp_path / "sim.bvh"), "--physics", "--mode", "physical",
+                 "--balance", "stepping", "--predict", "--report",
+                 str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "simulated (physical)" in out and "predictive: the committed steps" in out
+    ph = json.loads((tmp_path / "r.json").read_text())["physics"]
+    pr = ph["predictive"]
+    assert pr["complete"] and pr["frames_planned"] == ph["frames"] and pr["decisions"] >= 5
+    assert ph["frames_per_second"] == pr["frames_per_second"] and ph["balance"] == "stepping"
+    assert ph["falls"] == [] and ph["hands"]["hand_reachable_fraction"] > 0.5
+    assert read_bvh(tmp_path / "sim.bvh").n_frames == ph["frames"]
+    assert not (tmp_path / ".sim.bvh.partial").exists()
+
+
 def test_cli_errors(tmp_path, small_db, capsys):
     db, _ = small_db
     save_database(db, tmp_path / "db.npz")
@@ -570,6 +598,12 @@ def test_cli_errors(tmp_path, small_db, capsys):
         main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
               "-o", str(tmp_path / "a.bvh"), "--report-html", str(tmp_path / "a.html")])
     assert exc.value.code == 2 and "add --physics" in capsys.readouterr().err
+    # nor a simulated body whose balance to search
+    with pytest.raises(SystemExit) as exc:
+        main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
+              "-o", str(tmp_path / "a.bvh"), "--mode", "physical", "--balance", "stepping",
+              "--predict"])
+    assert exc.value.code == 2 and "--predict" in capsys.readouterr().err
     # nor is there a simulated body to put back on its feet
     with pytest.raises(SystemExit) as exc:
         main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "none.csv"),
