@@ -356,12 +356,10 @@ def test_cli_play_predict(live_db, tmp_path, capsys):
     """``play DB.npz --input NAME --mode physical --balance stepping --predict``: the committed
     run's report, with what the search cost; ``--predict`` without ``--balance stepping`` is a
     usage error (exit 2), as are ``--predict-budget`` without ``--predict`` and a budget not
-    above 0; a small budget ends the search early, said in the report and the output; on a
-    fixed motion one line and exit 1."""
+    above 0; a small budget ends the search early, said in the report and the output."""
     import json
 
     from physmocap.cli import main
-    from physmocap.io.deepmimic import pybullet_motion_path
     from physmocap.matching.database import save_database
     save_database(live_db[0], tmp_path / "db.npz")
     args = ["play", str(tmp_path / "db.npz"), "--input", "sharp_turns", "--duration", "1",

@@ -40,7 +40,7 @@ from ..errors import SettingsError, require_numbers
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from .reference import FrameRetargeter, StanceFloor, SwingLift, sole_points, sole_sides
-from .track import TrackingSettings, Tracker, TrackResult, measure
+from .track import Closing, TrackingSettings, Tracker, TrackResult, measure
 
 __all__ = ["LivePlayback", "LiveResult", "run_live", "LIVE_ASSIST_ITERATIONS"]
 
@@ -202,7 +202,7 @@ def standing_frame(db) -> int:
     return int(starts[0] if h[0] >= 0.95 * h.max() else starts[np.argmax(h)])
 
 
-class LivePlayback:
+class LivePlayback(Closing):
     """One motion-matched, physically simulated character.
 
     Args:
@@ -363,12 +363,6 @@ class LivePlayback:
 
     def close(self) -> None:
         self.tracker.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 @dataclass(frozen=True, eq=False)

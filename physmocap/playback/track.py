@@ -437,7 +437,17 @@ def _ang_vel(q0: np.ndarray, q1: np.ndarray, dt: float, local: bool) -> np.ndarr
     return quat.to_scaled_axis(quat.abs_w(d)) / dt
 
 
-class Tracker:
+class Closing:
+    """A context manager whose exit calls ``close``."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Tracker(Closing):
     """One simulated character, stepped frame by frame.
 
     Args:
@@ -804,12 +814,6 @@ class Tracker:
     def close(self) -> None:
         self.char.close()
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 # --------------------------------------------------------------------------------------------
 # whole motions
@@ -1057,7 +1061,7 @@ def track(motion: Motion, body: BodyTemplate | None = None, mode: str = "assist"
                    environment=environment, hold_error_m=hold_err, hand_targets=hand_targets)
 
 
-class MotionPlayback:
+class MotionPlayback(Closing):
     """A prepared reference played on the simulated body one frame per ``step``: ``track``'s
     loop, and what ``predictive.track_predictive`` saves, restores and steps.
 
@@ -1109,12 +1113,6 @@ class MotionPlayback:
 
     def close(self) -> None:
         self.tracker.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 BALANCES = ("none", "stepping")
