@@ -559,7 +559,7 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
     bins = misses_by_speed(*(np.concatenate([r[k][:len(r["hand_speed"])] for r in rows])
                              for k in ("hand_dist", "hand_ok", "hand_speed")))
     # each speed bin's misses counted once (``misses_by_speed`` gives shares)
-    bins = [(lo, hi, n, share, round(share * n)) for lo, hi, n, share in bins]
+    bins = [(lo, hi, n, share, round(share * n) if n else 0) for lo, hi, n, share in bins]
     print(f"reachable wrist-frames farther than 1 cm from the controller: "
           f"{sum(b[4] for b in bins)} of {sum(b[2] for b in bins)}; by its speed relative to "
           f"the simulated shoulder: "
