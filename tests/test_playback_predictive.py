@@ -174,16 +174,26 @@ def test_the_run_is_the_committed_chain(live_db, sharp_turns, monkeypatch):
 
 def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
     """Past its budget the search stops after its first decision's look ahead; with the head
-    never as high as ``head_m`` every candidate is down at once, so there is no way on. Both
-    play the whole run with the best choice at that point and say they are incomplete."""
+    never as high as ``head_m`` every candidate is down at once: without random sets there is
+    no way on, with them the first point draws fresh ones until the budget is spent. Each
+    plays the whole run with the best choice at that point and says it is incomplete."""
     db, feats = live_db
-    for predict in (P.PredictSettings(budget=0.5), P.PredictSettings(head_m=3.0)):
+    for predict in (P.PredictSettings(budget=0.5), P.PredictSettings(head_m=3.0,
+                                                                      random_sets=0),
+                    P.PredictSettings(head_m=3.0, random_sets=2, budget=1.0)):
         res, plan = P.run_predictive(Controller(db, feats, sharp_turns), 1.0,
                                      settings=SETTINGS, predict=predict)
         assert not plan.complete and plan.frames == 1 and len(plan.switches) == 1
         assert plan.report()["complete"] is False and res.result.motion.n_frames == 60
         assert plan.report()["budget"] == predict.budget
-    assert plan.backtracks == 0
+        assert plan.backtracks == 0
+        # besides the run's 60 frames, the look-aheads: one frame per candidate (each down at
+        # once); fresh ones drawn, two at a time, until they are past the budget
+        looked = plan.simulated_frames - 60
+        if predict.random_sets == 0:
+            assert looked == 4                     # own and the three searched sets
+        elif predict.head_m == 3.0:
+            assert predict.budget * 60 < 1 + looked <= predict.budget * 60 + 2
 
 
 def test_a_stopped_search_resumes_exactly(live_db, sharp_turns, tmp_path):

@@ -15,7 +15,10 @@ it elsewhere. Here the body switches between gain sets as it walks, choosing eac
 - where every candidate falls within ``every_s``, or the committed one falls inside it, the
   point is a dead end: the search goes back to the point before and commits its next
   candidate, at most ``branch`` of them per point (depth first, as SAMCON's samples do in
-  Liu et al., "Sampling-based contact-rich motion control", 2010).
+  Liu et al., "Sampling-based contact-rich motion control", 2010). The first point has none
+  before it: where its candidates run out, it draws ``random_sets`` fresh ones (measured on
+  the three-point avatar's held-out clips, whose bodies start moving: ``benchmarks/
+  RESULTS.md``, "Three-point avatar (status)").
 
 The output is the chain of committed steps: each ``every_s`` s is simulated from the exact
 positions and velocities the step before ended with (PyBullet ``restoreState``), and nothing
@@ -30,8 +33,13 @@ Limits, all in the report:
   (tens of frames per played frame, ``simulated_per_played``);
 - the lookahead plays the input ahead as its file has it. A path is known in advance; a live
   joystick's or headset's future is not, so this is an offline mode for input scenes;
-- past its ``budget`` (or with no way on at all) the search stops and the rest of the run
-  is simulated with the last committed gains, falls and all (``complete`` false).
+- past its ``budget`` (or, without random sets, with no way on at all) the search stops and
+  the rest of the run is simulated with the last committed gains, falls and all
+  (``complete`` false).
+
+A fixed motion (a clip, a three-point avatar's motion with its hand targets) is searched the
+same way (``track_predictive``): the player is a ``track.MotionPlayback`` instead of the live
+loop, and the look-ahead plays the motion's own next frames.
 
 **Resume.** With a ``checkpoint`` (``solver.checkpoint.Checkpoint``) the search's state is
 stored at every decision: PyBullet's world (``saveBullet``) and the Python state, pickled (what
@@ -399,6 +407,30 @@ def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
                 return f + 1
         return None
 
+    def candidates(i: int, s0, names: list, tag: int = 0) -> tuple:
+        """Each of ``names`` and ``predict.random_sets`` new random sets played ahead from
+        the snapshot ``s0`` at frame ``i``: ``(the ones still up after every_s s, best first,
+        at most branch of them; the best of all)``. ``tag``: numbers the random sets' names
+        on from it (a point's second draw)."""
+        names = list(names)
+        for r in range(predict.random_sets):
+            names.append(f"random_{i}_{tag + r}")
+            sets[names[-1]] = _random_set(rng, base)
+        scored = []
+        for k, name in enumerate(names):
+            _restore(live, s0)
+            live.tracker.set_balance_gains(*sets[name])
+            ahead = min(n_ahead, n - i)
+            fall = play(i, ahead)
+            last = i + (ahead if fall is None else fall) - 1
+            lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
+            # a later fall first, then the body nearer its reference (a body that steps in
+            # place stays up too); ties: the earlier candidate
+            scored.append((np.inf if fall is None else fall, -lag, -k, name))
+        scored.sort(reverse=True)
+        step = min(n_every, n - i)
+        return [c[3] for c in scored if c[0] > step][:predict.branch], scored[0][3]
+
     def commit(node, name: str) -> None:
         _restore(live, node[1])
         live.tracker.set_balance_gains(*sets[name])
@@ -423,30 +455,19 @@ def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
             _save_search(checkpoint, live, dict(
                 i=i, done=done + [(node[0], node[4]) for node in stack], count=count,
                 sets=sets, rng=rng, rec=rec, seconds=time.perf_counter() - t0))
-        names = list(sets)[:1 + len(SEARCHED_SETS)]
-        for r in range(predict.random_sets):
-            names.append(f"random_{i}_{r}")
-            sets[names[-1]] = _random_set(rng, base)
-        scored = []
-        for k, name in enumerate(names):
-            _restore(live, s0)
-            live.tracker.set_balance_gains(*sets[name])
-            ahead = min(n_ahead, n - i)
-            fall = play(i, ahead)
-            last = i + (ahead if fall is None else fall) - 1
-            lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
-            # a later fall first, then the body nearer its reference (a body that steps in
-            # place stays up too); ties: the earlier candidate
-            scored.append((np.inf if fall is None else fall, -lag, -k, name))
-        scored.sort(reverse=True)
-        step = min(n_every, n - i)
-        up = [c[3] for c in scored if c[0] > step][:predict.branch]
-        stack.append([i, s0, up, scored[0][3], None])
+        up, best = candidates(i, s0, list(sets)[:1 + len(SEARCHED_SETS)])
+        stack.append([i, s0, up, best, None])
         while True:
             while len(stack) > 1 and not stack[-1][2]:   # dead ends: back to the one before
                 _release(live, stack.pop()[1])
                 count["backtracks"] += 1
             node = stack[-1]
+            while (not node[2] and predict.random_sets
+                   and count["simulated"] <= predict.budget * n):
+                # no way on from the first point, and budget left: fresh random sets there
+                # (``candidates``' own random sets are named by their point, so these are
+                # numbered on)
+                node[2], _ = candidates(node[0], node[1], [], len(sets))
             if not node[2] or count["simulated"] > predict.budget * n:
                 # no way on from the first point, or no budget left: the rest of the run
                 # with the best choice here, as it comes
