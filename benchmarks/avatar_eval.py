@@ -57,9 +57,10 @@ one to quote.
 each clip is also tracked on the simulated body exactly as ``physmocap avatar --physics`` does
 (``playback.track.track_any``: retargeted onto the humanoid, then ``track``), and the script
 prints the physics report (tracking error against the reference it followed, and ``pose``: the
-same with joints about the root, ``pose_error_m``, until the first fall began; root assist force,
-penetration, foot skate during the simulated contacts, falls and the first fall's time,
-frames/s) beside the truth clip's own, tracked the same way, and the simulated body against the
+same with joints about the root, ``pose_error_m``, until the first fall began; ``walked``: the
+simulated root's path over the ground as a share of its reference's, until then (a fully
+physical body can stay up and lag metres behind); root assist force, penetration, foot skate
+during the simulated contacts, falls and the first fall's time, frames/s) beside the truth clip's own, tracked the same way, and the simulated body against the
 truth. The body has its own bone lengths, so the truth and the controllers are carried onto it
 by the SAME map as the avatar's motion (the avatar's retarget reference pose for the rotations;
 the retarget's root scale and floor for positions: a similarity about the floor): ``body``/
@@ -305,6 +306,8 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
     pose = rep["pose_error_m"] if rep["pose_error_m"] is not None else float("nan")
     return {
         "pose_error_m": pose,
+        # the simulated root's path over the ground against its reference's, until a fall
+        "walked": rep["walked_m"]["body"] / max(rep["walked_m"]["reference"], 1e-9),
         "truth_tracking_error_m": t_rep["tracking_error_m"],
         "truth_assist_mean_n": t_rep["root_assist_force_mean_n"],
         "truth_penetration_max_mm": t_rep["penetration_max_mm"],
@@ -337,6 +340,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
 
 PHYS_COLS = (  # key, header, scale, format
     ("tracking_error_m", "track cm", 100, "8.2f"), ("pose_error_m", "pose cm", 100, "7.2f"),
+    ("walked", "walked %", 100, "8.0f"),
     ("assist_mean_n", "assist N", 1, "8.0f"), ("assist_max_n", "max N", 1, "6.0f"),
     ("penetration_max_mm", "pen mm", 1, "6.1f"), ("skate_mm", "skate", 1, "6.2f"),
     ("sim_mpjpe_m", "body cm", 100, "7.1f"),
@@ -538,7 +542,8 @@ def print_physics(args, names: list[str], rows: list[dict]) -> None:
         f", --predict budget {args.predict_budget:g}" if args.predict else "")
     print(f"\nmm 3-point on the simulated body ({args.mode}{bal}): physics report (track = "
           "joints to the reference it followed; pose = the same relative to the root, until a "
-          "fall), body/lower = joints to the truth carried onto "
+          "fall; walked = the simulated root's path over the ground, % of the reference's, "
+          "until a fall), body/lower = joints to the truth carried onto "
           "the body (kin = the retargeted avatar, no physics), hand-ref = simulated wrists to "
           "the retargeted avatar's, ctrl = wrists to the carried controllers")
     head = f"{'clip':<28} " + " ".join(f"{h:>{int(fmt.split('.')[0])}}"
