@@ -317,6 +317,7 @@ def physics_row(motion, rec, truth, body, mode: str, settings, reach: bool = Tru
         "assist_max_n": rep["root_assist_force_max_n"],
         "penetration_max_mm": rep["penetration_max_mm"], "skate_mm": rep["foot_skate_mm"],
         "falls": len(falls), "first_fall_s": falls[0]["time_s"] if falls else None,
+        "first_fall_reason": falls[0]["reason"] if falls else None,
         "fps": rep["frames_per_second"], "ratio": ratio, "n": n, "fps_clip": motion.fps,
         "sim_mpjpe_m": float(np.linalg.norm(sim_g - tr_g, axis=-1).mean()),
         "kin_mpjpe_m": float(np.linalg.norm(kin_g - tr_g, axis=-1).mean()),
@@ -487,7 +488,8 @@ def main() -> None:
             r = phys_rows[-1]
             print(f"    physics ({args.mode}): tracking {100 * r['tracking_error_m']:.2f} cm, "
                   f"assist {r['assist_mean_n']:.0f}/{r['assist_max_n']:.0f} N, pen "
-                  f"{r['penetration_max_mm']:.1f} mm, falls {r['falls']}, body "
+                  f"{r['penetration_max_mm']:.1f} mm, falls {r['falls']}"
+                  + (f" (the first: {r['first_fall_reason']})" if r["falls"] else "") + ", body "
                   f"{100 * r['sim_mpjpe_m']:.1f} cm (kin {100 * r['kin_mpjpe_m']:.1f}), hands "
                   f"{100 * r['hand_sim_ctrl_m']:.2f} cm from ctrl", flush=True)
             if r["plan"] is not None:
