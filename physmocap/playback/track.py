@@ -124,9 +124,10 @@ class TrackingSettings:
             orientation gains above: run 2.9 / 2.9 cm (0.008: 2.8), walk 1.0 / 1.0; a whole
             frame (0.0167 s) overshoots (run 4.1 cm, 12 mm penetration). Physical mode
             keeps 0: its balance controller and ``STEPPING`` were tuned without it.
-        reach_kp: the reaching arms' motor position gain (joint motors, both modes; clavicle,
-            shoulder, elbow and wrist while the hands reach for targets, ``Tracker.step``'s
-            ``reach``), instead of ``joint_kp``. A PyBullet spherical motor closes ``kp`` x 0.2
+        reach_kp: the reaching arms' motor position gain (joint motors, both modes, and
+            over a balance controller's compliant motors; clavicle, shoulder, elbow and wrist
+            while the hands reach for targets, ``Tracker.step``'s ``reach``), instead of
+            ``joint_kp``. A PyBullet spherical motor closes ``kp`` x 0.2
             (PyBullet's default erp) of its angle error per physics step (``joint_kp``), so at
             1 an arm trails a moving target by about ``timestep / 0.2`` (21 ms): a fast swinging
             hand missed its controller however the motors were led. At 2.5 half the error
@@ -704,8 +705,14 @@ class Tracker(Closing):
         if self.holds is not None:
             self.holds.update(self.time)
 
-        again = None            # the arms' motors re-aimed before each physics step
-        if js is not None and len(js) and bal is None and s.reach_every_step:
+        # the reaching arms' motors, set again before each physics step: re-aimed
+        # (``reach_every_step``), or after a balance controller's, which drive every joint at
+        # its own compliant gain (``motor_kp``) each step. Without this the arms of a fully
+        # physical body hung at that gain: held-out avatar clips, ``STEPPING``, hands 8.3 cm
+        # from the reachable controllers, 6 % of wrist-frames within 1 cm (``benchmarks/
+        # avatar_eval.py --offset 5 --physics --mode physical --balance stepping``)
+        again = None
+        if js is not None and len(js) and (s.reach_every_step or bal is not None):
             links = (js - 1).tolist()
             again = (js, links, [kp[i] for i in links], [forces[i] for i in links])
         n, h = self.substeps(dt), self.timestep
@@ -742,8 +749,12 @@ class Tracker(Closing):
                 tsum += float(np.sqrt(t @ t))
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
-            if again is not None:
+            if again is not None and s.reach_every_step:
                 self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, again)
+            elif again is not None:            # the frame's bent arms, at their own gains
+                p.setJointMotorControlMultiDofArray(
+                    b, again[1], p.POSITION_CONTROL, targetPositions=lrot1[js].tolist(),
+                    positionGains=again[2], forces=again[3], physicsClientId=c)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
