@@ -776,12 +776,13 @@ def _play_live(args) -> int:
     return 0
 
 
-def _predict_key(files: list, duration: float, settings, predict) -> str:
-    """``job_key`` of a ``play --predict`` run: what its result depends on (the program's
-    version, the bytes of the ``files`` it reads, the duration and every setting)."""
+def _predict_key(files: list, what, settings, predict) -> str:
+    """``job_key`` of a ``--predict`` run: what its result depends on (the program's version,
+    the bytes of the ``files`` it reads, ``what`` else (a live run's duration; a fixed
+    motion's loop and unit; the avatar's unit and head weight) and every setting)."""
     from . import __version__
     from .solver.checkpoint import job_key
-    return job_key(__version__, duration, repr(settings), repr(predict),
+    return job_key(__version__, what, repr(settings), repr(predict),
                    *(np.frombuffer(Path(f).read_bytes(), np.uint8) for f in files))
 
 
@@ -799,6 +800,7 @@ def _predict_checkpoint(args, files: list, what, settings) -> tuple:
 
 
 def _print_resumed(args, plan, dt: float) -> None:
+    """Where a resumed ``--predict`` search went on from (``dt``: s per frame)."""
     from .solver.checkpoint import partial_folder
     if plan.resumed_at is not None and not args.quiet:
         print(f"resumed from {partial_folder(args.output)} at {plan.resumed_at * dt:.2f} s "
