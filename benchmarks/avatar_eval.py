@@ -61,8 +61,9 @@ same with joints about the root, ``pose_error_m``, until the first fall began; `
 simulated root's path over the ground as a share of its reference's, until then (a fully
 physical body can stay up and lag metres behind); root assist force, penetration, foot skate
 during the simulated contacts, falls and the first fall's time, frames/s) beside the truth
-clip's own, tracked the same way, and the simulated body against the truth. The body has its own bone lengths, so the truth and the controllers are carried onto it
-by the SAME map as the avatar's motion (the avatar's retarget reference pose for the rotations;
+clip's own, tracked the same way, and the simulated body against the truth. The body has its
+own bone lengths, so the truth and the controllers are carried onto it by the SAME map as the
+avatar's motion (the avatar's retarget reference pose for the rotations;
 the retarget's root scale and floor for positions: a similarity about the floor): ``body``/
 ``lower`` compare the simulated body with the truth retargeted that way, beside the retargeted
 kinematic avatar (``kin``) against the same, so the columns differ only by what the physics

@@ -152,9 +152,9 @@ class TrackingSettings:
             frame; before 2026-12-02 only before the steps after the first), not only
             once per frame from a chest deviation carried on over the frame (also over a
             balance controller's motors, since 2026-12-06: ``reach_kp``). In a run the chest
-            swings further within one frame than the carried-on deviation predicts. Held-out avatar clips
-            (``benchmarks/avatar_eval.py --offset 5 --physics``, assist, against
-            ``--reach-once``): the runs' wrists 0.45-0.66 cm from the controllers instead of
+            swings further within one frame than the carried-on deviation predicts.
+            Held-out avatar clips (``benchmarks/avatar_eval.py --offset 5 --physics``, assist,
+            against ``--reach-once``): the runs' wrists 0.45-0.66 cm from the controllers instead of
             0.54-0.75, 84-98 % of wrist-frames within 1 cm instead of 79-91 % (walks 99-100 %
             either way); all clips 0.28 against 0.32 cm, 98.0 against 96.7 %; the other split
             (``--offset 3``) runs 70-98 against 61-95 %, all 0.29 against 0.33 cm, 97.3
