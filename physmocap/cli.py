@@ -874,8 +874,8 @@ def cmd_avatar(args) -> int:
     if args.predict and not args.physics:
         args.parser.error("--predict searches the simulated avatar's balance: add --physics "
                           "--mode physical --balance stepping")
-    inputs = [f for f in (args.inputs[0], args.tracking, args.truth) if f]
-    refuse_overwrite(inputs, [args.output, args.report, args.report_html])
+    refuse_overwrite([args.inputs[0], args.tracking, args.truth],
+                     [args.output, args.report, args.report_html])
     _need_plots(args)
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None

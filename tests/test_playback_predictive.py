@@ -196,6 +196,23 @@ def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
             assert predict.budget * 60 < 1 + looked <= predict.budget * 60 + 2
 
 
+def _stopped_and_resumed(run, folder, stop_at: int) -> tuple:
+    """``run(checkpoint, progress)`` (a search) whole; then with a checkpoint in ``folder``,
+    stopped (Ctrl-C) once frame ``stop_at`` was committed, and run again from it: ``(whole,
+    plan, again, plan2, checkpoint)``."""
+    from physmocap.solver.checkpoint import Checkpoint
+
+    def stop(stage, done, total):
+        if done >= stop_at:
+            raise KeyboardInterrupt
+    whole, plan = run()
+    with pytest.raises(KeyboardInterrupt):
+        run(Checkpoint(folder, "job"), stop)
+    ck = Checkpoint(folder, "job")
+    again, plan2 = run(ck)
+    return whole, plan, again, plan2, ck
+
+
 def test_a_stopped_search_resumes_exactly(live_db, sharp_turns, tmp_path):
     """Stopped after a decision was stored, run again with the same checkpoint, the search
     goes on from that decision: the run, its plan and its cost are the uninterrupted one's, bit
@@ -205,18 +222,11 @@ def test_a_stopped_search_resumes_exactly(live_db, sharp_turns, tmp_path):
     db, feats = live_db
     predict = P.PredictSettings(random_sets=1)
 
-    def run(checkpoint=None, stop_at=None):
-        def progress(stage, done, total):
-            if stop_at is not None and done >= stop_at:
-                raise KeyboardInterrupt
+    def run(checkpoint=None, progress=None):
         return P.run_predictive(Controller(db, feats, sharp_turns), 1.0, settings=SETTINGS,
                                 predict=predict, progress=progress, checkpoint=checkpoint)
 
-    whole, plan = run()
-    with pytest.raises(KeyboardInterrupt):
-        run(Checkpoint(tmp_path / "ck", "job"), stop_at=31)
-    ck = Checkpoint(tmp_path / "ck", "job")
-    again, plan2 = run(ck)
+    whole, plan, again, plan2, ck = _stopped_and_resumed(run, tmp_path / "ck", 31)
     # stopped once frame 31 was committed: the decisions at frames 1 and 16 were stored
     assert ck.resumed == ["predictive"] and plan2.resumed_at == 16
     assert plan2.report()["resumed_at_frame"] == 16 and plan.report()["resumed_at_frame"] is None
@@ -325,22 +335,14 @@ def test_a_fixed_motion_is_the_committed_chain(fixed_walk, monkeypatch):
 def test_a_fixed_motion_resumes_exactly(fixed_walk, tmp_path):
     """Stopped after a decision was stored and run again, the fixed motion's search goes on
     from it, bit for bit the uninterrupted run (its hand targets stored with it)."""
-    from physmocap.solver.checkpoint import Checkpoint
     motion, hands = fixed_walk
     predict = P.PredictSettings(random_sets=1)
 
-    def run(checkpoint=None, stop_at=None):
-        def progress(stage, done, total):
-            if stop_at is not None and done >= stop_at:
-                raise KeyboardInterrupt
+    def run(checkpoint=None, progress=None):
         return P.track_predictive(motion, settings=SETTINGS, predict=predict,
                                   progress=progress, checkpoint=checkpoint, hand_targets=hands)
 
-    whole, plan = run()
-    with pytest.raises(KeyboardInterrupt):
-        run(Checkpoint(tmp_path / "ck", "job"), stop_at=17)
-    ck = Checkpoint(tmp_path / "ck", "job")
-    again, plan2 = run(ck)
+    whole, plan, again, plan2, ck = _stopped_and_resumed(run, tmp_path / "ck", 17)
     assert ck.resumed == ["predictive"] and plan2.resumed_at == 9
     for name in ("root_pos", "lrot"):
         assert np.array_equal(getattr(again.motion, name), getattr(whole.motion, name))

@@ -414,17 +414,24 @@ class _Frames:
         self.c_ms[i], self.p_ms[i] = info["controller_ms"], info["physics_ms"]
         self.hold_err[i] = info["hold_error_m"]
 
+    def result(self, ref: Motion, body: BodyTemplate, mode: str, falls: list, source: str,
+               environment: Environment | None,
+               hand_targets: np.ndarray | None = None) -> TrackResult:
+        """``track.measure`` of the frames recorded against ``ref``; its speed theirs."""
+        return measure(ref, self.sim_root, self.sim_lrot, body, mode, self.force, self.torque,
+                       self.pen, self.contacts, falls,
+                       float((self.c_ms + self.p_ms).sum() / 1e3), source=source,
+                       environment=environment, hold_error_m=self.hold_err,
+                       hand_targets=hand_targets)
+
     def measure(self, controller, body: BodyTemplate, mode: str, falls: list, ratio: float,
                 environment: Environment | None) -> "LiveResult":
         fps = 1.0 / controller.dt
         ref = Motion(body.skeleton, fps, self.ref_root, quat.normalize(self.ref_lrot),
                      {"source": "motion matching"})
         skate, db_skate = _reference_skate(ref, body, controller, ratio)
-        res = measure(ref, self.sim_root, self.sim_lrot, body, mode, self.force, self.torque,
-                      self.pen, self.contacts, falls,
-                      float((self.c_ms + self.p_ms).sum() / 1e3),
-                      source=f"live physics playback ({mode})", environment=environment,
-                      hold_error_m=self.hold_err)
+        res = self.result(ref, body, mode, falls, f"live physics playback ({mode})",
+                          environment)
         return LiveResult(res, self.c_ms, self.p_ms, skate, db_skate)
 
 

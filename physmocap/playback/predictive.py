@@ -356,24 +356,18 @@ def track_predictive(motion, body: BodyTemplate | None = None,
     --physics --predict``). Returns ``(TrackResult, Plan)``; the other arguments as
     ``run_predictive``'s (``checkpoint``'s key names the motion, settings and targets)."""
     from .live import _Frames
-    from .track import MotionPlayback, measure, prepare_reference
+    from .track import MotionPlayback, on_body, prepare_reference
     _check(settings, environment)
     body = body or load_body()
-    if motion.skeleton.names != body.skeleton.names:
-        from ..matching.retarget import retarget     # matching is pure numpy; no cycle
-        motion = retarget(motion, body.skeleton)
-    body, ref, hand_targets = prepare_reference(motion, body, "physical", settings,
-                                                hand_targets=hand_targets)
+    body, ref, hand_targets = prepare_reference(on_body(motion, body), body, "physical",
+                                                settings, hand_targets=hand_targets)
     n = ref.n_frames
     rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
     with MotionPlayback(ref, body, "physical", settings, environment, hand_targets) as live:
         rec, plan = _search(live, rec, n, body, settings, predict, progress, checkpoint)
         falls = list(live.tracker.falls)
-    result = measure(ref, rec.sim_root, rec.sim_lrot, body, "physical", rec.force, rec.torque,
-                     rec.pen, rec.contacts, falls, float(rec.p_ms.sum() / 1e3),
-                     source="physics playback (physical, predictive)", environment=environment,
-                     hold_error_m=rec.hold_err, hand_targets=hand_targets)
-    return result, plan
+    return rec.result(ref, body, "physical", falls, "physics playback (physical, predictive)",
+                      environment, hand_targets), plan
 
 
 def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,

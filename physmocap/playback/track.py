@@ -1148,11 +1148,17 @@ def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "ass
     the body's joints (then it keeps its own limb lengths, see ``track``). Arguments as
     ``track``; ``result.reference`` is on the body's skeleton."""
     body = body or load_body()
-    if motion.skeleton.names != body.skeleton.names:
-        from ..matching.retarget import retarget     # matching is pure numpy; no cycle
-        motion = retarget(motion, body.skeleton)
-    return track(motion, body, mode=mode, settings=settings, progress=progress,
+    return track(on_body(motion, body), body, mode=mode, settings=settings, progress=progress,
                  environment=environment, hand_targets=hand_targets)
+
+
+def on_body(motion: Motion, body: BodyTemplate) -> Motion:
+    """``motion`` on ``body``'s joints: ``matching.retarget.retarget`` onto ``body.skeleton``
+    unless it already has them (then as it is, its own limb lengths: ``track``)."""
+    if motion.skeleton.names == body.skeleton.names:
+        return motion
+    from ..matching.retarget import retarget     # matching is pure numpy; no cycle
+    return retarget(motion, body.skeleton)
 
 
 def measure(ref: Motion, root: np.ndarray, lrot: np.ndarray, body: BodyTemplate, mode: str,

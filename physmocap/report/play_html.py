@@ -245,7 +245,7 @@ def _walked_text(rep: dict) -> str | None:
 
 
 def _search_text(rep: dict) -> str | None:
-    """``play --predict``'s search (``rep["predictive"]``, ``Plan.report()``) in a line."""
+    """A ``--predict`` search (``rep["predictive"]``, ``Plan.report()``) in a line."""
     pr = rep.get("predictive")
     if not pr:
         return None

@@ -33,7 +33,7 @@ WARMUP = 16
 
 def partial_folder(output) -> Path:
     """Where a long job writing ``output`` keeps its finished stages: ``.NAME.partial`` beside
-    it (``solve``, ``batch``, ``play --predict``)."""
+    it (``solve``, ``batch``, ``--predict``)."""
     output = Path(output)
     return output.parent / f".{output.name}.partial"
 
