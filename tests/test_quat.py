@@ -141,3 +141,26 @@ def test_rotate_exact_t_is_rotate_bit_for_bit(qs, rng):
     out = quat.rotate(qs[0], v)
     for i in range(N):
         assert np.array_equal(out[i], quat.rotate_exact_t(tuple(qs[0][i]), tuple(v[i])))
+
+
+def test_one_pair_is_a_batch_of_one_bit_for_bit(qs, rng):
+    """``mul``, ``rotate``, ``normalize`` and ``between`` take plain floats for a single pair
+    (the balance controller calls them every physics step): the same bits as the batch."""
+    a, b = qs
+    v = rng.normal(size=(N, 3)) * rng.uniform(0.01, 10.0, (N, 1))
+    u = rng.normal(size=(N, 3)) * rng.uniform(0.01, 10.0, (N, 1))
+    u[:50] = -v[:50] * 2.0 + rng.normal(size=(50, 3)) * 1e-7     # (nearly) opposite
+    u[50:60] = v[50:60] * 3.0                                      # parallel
+    raw = rng.normal(size=(N, 4)) * rng.uniform(1e-3, 10.0, (N, 1))
+    for name, args in (("mul", (a, b)), ("rotate", (a, v)), ("between", (u, v)),
+                       ("normalize", (raw,))):
+        f = getattr(quat, name)
+        batch = f(*args)
+        for i in range(N):
+            one = f(*(x[i] for x in args))
+            assert one.shape == batch[i].shape and np.array_equal(one, batch[i]), (name, i)
+    # exactly opposite: the batch's own branch, a half turn about an axis normal to u
+    q = quat.between(np.array([0.0, 0.0, 2.0]), np.array([0.0, 0.0, -1.0]))
+    assert np.array_equal(q, quat.between(np.array([[0.0, 0.0, 2.0]]),
+                                          np.array([[0.0, 0.0, -1.0]]))[0])
+    assert abs(q[3]) < 1e-12 and abs(q[2]) < 1e-12
