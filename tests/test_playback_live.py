@@ -255,6 +255,31 @@ def test_follow_body_keeps_the_reference_at_the_body(walk_db, project_root):
     assert vcom < 2.0
 
 
+def test_precompute_hands_out_the_poses_computed_live(walk_db, project_root):
+    """The reference computed ahead is the one computed frame by frame, bit for bit, and so
+    is the body that follows it; past the frames computed ahead it goes on computing; each
+    cached frame reports what computing it took."""
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/figure_eight.toml")
+    runs = []
+    for ahead in (None, 30):
+        with LivePlayback(Controller(db, feats, src)) as live:
+            if ahead:
+                live.precompute(ahead)
+            outs = [live.step() for _ in range(40)]
+        runs.append(outs)
+    for (r0, s0, i0), (r1, s1, i1) in zip(*runs):
+        for a, b in ((r0[0], r1[0]), (r0[1], r1[1]), (s0[0], s1[0]), (s0[1], s1[1])):
+            assert np.array_equal(a, b)
+        assert i1["controller_ms"] > 0
+    with pytest.raises(SettingsError, match="follows the body"):
+        with LivePlayback(Controller(db, feats, src), follow=0.1) as live:
+            live.precompute(10)
+    with pytest.raises(SettingsError, match="follows the body"):
+        with LivePlayback(Controller(db, feats, src), speed_margin=0.3) as live:
+            live.precompute(10)
+
+
 def test_speed_margin_paces_the_reference_by_the_body(walk_db, project_root):
     src = load_input(project_root / "scenes/inputs/straight_walk.toml")
     _, ref_free, _, _ = _lead_and_walk(walk_db, src, 1.5)

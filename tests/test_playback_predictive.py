@@ -148,7 +148,8 @@ def test_the_run_is_the_committed_chain(live_db, sharp_turns, monkeypatch):
     save = P._snapshot
 
     def spy(live):
-        saved[round(live.ctrl.t / live.ctrl.dt)] = live._last_root
+        # the reference's frames handed out so far (computed ahead, ``precompute``)
+        saved[live._cache_at] = live._last_root
         return save(live)
     from physmocap.playback.live import LivePlayback as LP
     step = LP.step
@@ -166,10 +167,28 @@ def test_the_run_is_the_committed_chain(live_db, sharp_turns, monkeypatch):
     assert plan.report()["simulated_per_played"] > 1
     assert [f for f, _ in plan.switches] == list(range(1, 90, 15))
     roots = res.result.motion.root_pos
-    offset = 1          # the run's first frame steps the controller twice (placing the body)
+    offset = 1          # the run's first frame takes two reference frames (placing the body)
     for frame, _ in plan.switches:
         assert np.array_equal(roots[frame - 1], saved[frame + offset]), frame
     assert len(ctrl.record.contacts) == 90 + offset
+
+
+def test_the_reference_computed_ahead_changes_nothing(live_db, sharp_turns, monkeypatch):
+    """The search computes the live reference once (``LivePlayback.precompute``), not once
+    per look-ahead: the run and the plan are those of a search that computes it every time."""
+    from physmocap.playback.live import LivePlayback as LP
+    db, feats = live_db
+    predict = P.PredictSettings(random_sets=1)
+    runs = []
+    for ahead in (True, False):
+        if not ahead:
+            monkeypatch.setattr(LP, "precompute", lambda self, frames: None)
+        res, plan = P.run_predictive(Controller(db, feats, sharp_turns), 1.0,
+                                     settings=SETTINGS, predict=predict)
+        runs.append((res.result.motion, plan))
+    (m0, p0), (m1, p1) = runs
+    assert p0.switches == p1.switches and p0.simulated_frames == p1.simulated_frames
+    assert np.array_equal(m0.root_pos, m1.root_pos) and np.array_equal(m0.lrot, m1.lrot)
 
 
 def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):

@@ -301,7 +301,14 @@ class LivePlayback(Closing):
 
     def reference_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Advance the controller one frame; the prepared reference on the body's skeleton:
-        ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation)."""
+        ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation).
+        After ``precompute`` the next frame computed then (a copy)."""
+        cache = self.__dict__.get("_cache")
+        if cache is not None:
+            k = self._cache_at
+            if k < len(cache[0]):
+                self._cache_at = k + 1
+                return cache[0][k].copy(), cache[1][k].copy()
         rp, rr, lp, lr = self.ctrl.step()
         rr = rr.tolist()                  # one root: plain floats, bit for bit the array maths
         hips = rp + np.array(quat.rotate_exact_t(rr, lp[0].tolist()))
@@ -320,9 +327,35 @@ class LivePlayback(Closing):
             trot = self._lift(trot, c, self._floor.speeds, *fk)
         return root, trot
 
+    def precompute(self, frames: int) -> None:
+        """Compute the reference's next ``frames`` poses now; ``reference_pose`` hands them
+        out in turn (then goes on computing), each with the controller time it took. A
+        predictive search plays every frame many times over from saved states, and the
+        reference does not depend on the body (refused with ``follow`` or ``speed_margin``,
+        which make it): each frame is computed once, the same numbers as played live."""
+        if self.follow is not None or self.speed_margin is not None:
+            raise SettingsError("LivePlayback.precompute: the reference follows the body "
+                                "(follow, speed_margin); it cannot be computed ahead")
+        roots, lrots, ms = [], [], []
+        for _ in range(frames):
+            t0 = time.perf_counter()
+            root, lrot = self.reference_pose()
+            ms.append(1e3 * (time.perf_counter() - t0))
+            roots.append(root)
+            lrots.append(lrot)
+        self._cache, self._cache_at = (roots, lrots, ms), 0
+
+    def _controller_ms(self, k0: int, t0: float, t1: float) -> float:
+        """ms the reference of this frame took: measured (``t1 - t0``), plus, for the poses
+        ``k0 ..`` handed out from ``precompute``'s cache, what computing them took."""
+        cache = self.__dict__.get("_cache")
+        ahead = 0.0 if cache is None else float(sum(cache[2][k0:self._cache_at]))
+        return 1e3 * (t1 - t0) + ahead
+
     def step(self):
         """One frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot), info)``;
         ``info`` is the ``Tracker.step`` info plus ``controller_ms`` and ``physics_ms``."""
+        k0 = self.__dict__.get("_cache_at", 0)
         t0 = time.perf_counter()
         ref = self.reference_pose()
         t1 = time.perf_counter()
@@ -343,7 +376,8 @@ class LivePlayback(Closing):
             _, _, v, _ = self.tracker.char.base_state()
             self._vel += self._speed_a * (v[:2] - self._vel)
         t2 = time.perf_counter()
-        info = dict(info, controller_ms=1e3 * (t1 - t0), physics_ms=1e3 * (t2 - t1))
+        info = dict(info, controller_ms=self._controller_ms(k0, t0, t1),
+                    physics_ms=1e3 * (t2 - t1))
         return ref, (rp, lr), info
 
     def follow_body(self, ref_root, sim_root) -> None:

@@ -199,7 +199,8 @@ def _shared(live, d: dict) -> dict:
     (its Python side is fixed once built; its world is saved by PyBullet), ``live`` itself (a
     ``speed_margin`` input source points back at it); a live loop's read-only database,
     features, search index and the controller's record (appended to; ``_restore`` cuts it
-    back); a fixed motion's reference and hand targets."""
+    back); a fixed motion's reference and hand targets; the live reference computed ahead
+    (``LivePlayback.precompute``)."""
     import pybullet
     tr = d["tracker"]
     # in this order: a checkpoint refers to them by their place in it
@@ -208,7 +209,7 @@ def _shared(live, d: dict) -> dict:
         keep = [pybullet, ctrl.db, ctrl.features, ctrl.index, ctrl.valid, ctrl.record]
     else:
         keep = [pybullet, d["ref"], d["hand_targets"]]
-    keep += [d["body"], tr.body, tr.char, live]
+    keep += [d["body"], tr.body, tr.char, live, d.get("_cache")]
     return {id(o): o for o in keep if o is not None}
 
 
@@ -430,6 +431,10 @@ def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
         live.tracker.set_balance_gains(*sets[name])
         node[4] = name
 
+    if hasattr(live, "precompute") and live.follow is None and live.speed_margin is None:
+        # a live reference does not depend on the body: each frame computed once, not once
+        # per look-ahead (before a resumed search is loaded: it refers to these poses)
+        live.precompute(n + 1)
     # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
     # world restored to before that placement is not the fresh one (measured: 3 mm apart
     # in 0.25 s), a placed one is restored exactly
