@@ -2,13 +2,20 @@
 process, stepped frame by frame in turn (which goes first alternates), so load from elsewhere
 hits both alike; and whether they simulate the same poses, bit for bit.
 
-    python benchmarks/live_speed_ab.py OLD_CHECKOUT [--repeats 3]
+    python benchmarks/live_speed_ab.py OLD_CHECKOUT [--repeats 3] [--physical]
+    python benchmarks/live_speed_ab.py OLD_CHECKOUT --predict SECONDS [--repeats 3]
 
 OLD_CHECKOUT is a clone of the repository (its ``physmocap/`` and ``scenes/``), e.g. main's
-worktree. Straight walk, assist mode, 10 s (600 frames) per repeat, on ``live_database()``
-(each package builds its own). Prints, per repeat and as medians over repeats: frames/s (as
-``LiveResult.report``: frames over the summed controller + physics time), latency median and
-p99, controller and physics ms (medians).
+worktree. Straight walk, assist mode (``--physical``: fully physical with ``STEPPING``, whose
+balance controller runs every physics step), 10 s (600 frames) per repeat, on
+``live_database()`` (each package builds its own). Prints, per repeat and as medians over
+repeats: frames/s (as ``LiveResult.report``: frames over the summed controller + physics
+time), latency median and p99, controller and physics ms (medians).
+
+``--predict SECONDS``: the predictive search (``playback.predictive.run_predictive``, its
+defaults) on the sharp turns for SECONDS, each package in turn (which goes first alternates):
+wall seconds per run, frames simulated per frame played, and whether both searched the same
+plan and simulated the same poses, bit for bit.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import importlib
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -36,31 +44,76 @@ def _old_package(checkout: Path, tmp: Path) -> str:
     return "physmocap_old"
 
 
-def _maker(pkg: str):
-    """A function making a fresh ``LivePlayback`` of ``pkg`` on the straight walk."""
-    def m(name):
-        return importlib.import_module(f"{pkg}.{name}")
+def _live_database(m, stand: bool = False) -> tuple:
+    """``(database, features)`` of ``_common.live_database`` built by the package whose
+    modules ``m(name)`` imports (``stand``: with its standing clip)."""
     read_bvh = m("io.bvh").read_bvh
     folder = data_dir() / "bvh/bandai-namco/ds2_normal_locomotion"
     files = sorted(folder.glob("*walk*_00[1-6].bvh")) + sorted(folder.glob("*run*_00[1-2].bvh"))
-    db = m("matching.database").build_database([read_bvh(f) for f in files],
-                                               names=[f.stem for f in files], fps=60)
-    feats = m("matching.features").compute_features(db)
+    motions, names = [read_bvh(f) for f in files], [f.stem for f in files]
+    if stand:
+        first = motions[names.index("dataset-2_walk_normal_001")]
+        motions.append(m("matching.database").standing_clip(first, 0, 3.0))
+        names.append("stand")
+    db = m("matching.database").build_database(motions, names=names, fps=60)
+    return db, m("matching.features").compute_features(db)
+
+
+def _maker(pkg: str, physical: bool = False):
+    """A function making a fresh ``LivePlayback`` of ``pkg`` on the straight walk (assist, or
+    fully physical with ``STEPPING``)."""
+    def m(name):
+        return importlib.import_module(f"{pkg}.{name}")
+    db, feats = _live_database(m)
+    mode, kw = "assist", {}
+    if physical:
+        kw = dict(settings=m("playback.track").TrackingSettings(
+            balance=True, balance_gains=m("playback.balance").STEPPING))
+        mode = "physical"
 
     def make():
         src = m("matching.trajectory").load_input(
             m("scene")._resolve("straight_walk", "inputs", "input"))
-        return m("playback.live").LivePlayback(m("matching.controller").Controller(db, feats, src))
+        return m("playback.live").LivePlayback(m("matching.controller").Controller(db, feats, src),
+                                               mode=mode, **kw)
     return make
+
+
+def _predictive(pkg: str):
+    """A function running ``pkg``'s predictive search on the sharp turns for ``seconds``:
+    ``(wall s, root positions, local rotations, plan)``."""
+    def m(name):
+        return importlib.import_module(f"{pkg}.{name}")
+    db, feats = _live_database(m, stand=True)
+    settings = m("playback.track").TrackingSettings(
+        balance=True, balance_gains=m("playback.balance").STEPPING)
+    predictive = m("playback.predictive")
+
+    def run(seconds: float):
+        src = m("matching.trajectory").load_input(
+            m("scene")._resolve("sharp_turns", "inputs", "input"))
+        t0 = time.perf_counter()
+        res, plan = predictive.run_predictive(m("matching.controller").Controller(db, feats, src),
+                                              seconds, settings=settings)
+        motion = res.result.motion
+        return time.perf_counter() - t0, motion.root_pos, motion.lrot, plan
+    return run
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old", type=Path, help="the other checkout")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--physical", action="store_true",
+                    help="fully physical with STEPPING instead of the root assist")
+    ap.add_argument("--predict", type=float, metavar="SECONDS",
+                    help="time the predictive search on the sharp turns for SECONDS instead")
     args = ap.parse_args()
+    if args.predict is not None:
+        return predict_ab(args.old, args.predict, args.repeats)
     with tempfile.TemporaryDirectory() as tmp:
-        makers = {"old": _maker(_old_package(args.old, Path(tmp))), "new": _maker("physmocap")}
+        makers = {"old": _maker(_old_package(args.old, Path(tmp)), args.physical),
+                  "new": _maker("physmocap", args.physical)}
         rows = {k: [] for k in makers}
         for r in range(args.repeats):
             lives = {k: make() for k, make in makers.items()}
@@ -82,6 +135,30 @@ def main() -> None:
             print(f"  simulated poses the same bit for bit: {same}", flush=True)
         for k in rows:
             print(f"median of {args.repeats} {k}: " + _line(np.median(rows[k], axis=0)))
+
+
+def predict_ab(old: Path, seconds: float, repeats: int) -> None:
+    """``--predict``: both packages' predictive searches in turn, ``repeats`` times."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = {"old": _predictive(_old_package(old, Path(tmp))), "new": _predictive("physmocap")}
+        walls = {k: [] for k in runs}
+        for run in runs.values():          # warm-up: imports, PyBullet, first allocations
+            run(0.1)
+        for r in range(repeats):
+            out = {}
+            for k in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                out[k] = runs[k](seconds)
+                walls[k].append(out[k][0])
+                plan = out[k][3]
+                print(f"repeat {r + 1} {k}: {out[k][0]:.1f} s, "
+                      f"{plan.simulated_frames / plan.played:.1f} frames simulated per frame "
+                      f"played", flush=True)
+            (_, r0, q0, p0), (_, r1, q1, p1) = out["old"], out["new"]
+            same = (p0.switches == p1.switches and np.array_equal(r0, r1)
+                    and np.array_equal(q0, q1))
+            print(f"  the same plan and poses, bit for bit: {same}", flush=True)
+        for k in walls:
+            print(f"median of {repeats} {k}: {np.median(walls[k]):.1f} s for {seconds:g} s")
 
 
 def _line(v) -> str:
