@@ -275,8 +275,11 @@ def rotate_exact_t(q, v) -> tuple:
 def between_t(u, v) -> tuple | None:
     """``between`` of one pair of 3-sequences, in its operations' order (``np.cross`` is
     ``a1 b2 - a2 b1``, ...); None for (nearly) opposite directions, which ``between`` turns
-    about an axis of its choosing."""
+    about an axis of its choosing, and for a zero vector (numpy's 0 / 0 is NaN, Python's
+    raises)."""
     nu, nv = norm_t(u), norm_t(v)
+    if nu == 0.0 or nv == 0.0:
+        return None
     u0, u1, u2 = u[0] / nu, u[1] / nu, u[2] / nu
     v0, v1, v2 = v[0] / nv, v[1] / nv, v[2] / nv
     w = 1.0 + ((u0 * v0 + u1 * v1) + u2 * v2)

@@ -164,3 +164,9 @@ def test_one_pair_is_a_batch_of_one_bit_for_bit(qs, rng):
     assert np.array_equal(q, quat.between(np.array([[0.0, 0.0, 2.0]]),
                                           np.array([[0.0, 0.0, -1.0]]))[0])
     assert abs(q[3]) < 1e-12 and abs(q[2]) < 1e-12
+    # a zero vector: NaN, as the batch gives it, not Python's ZeroDivisionError
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for u, v in ((np.zeros(3), np.ones(3)), (np.ones(3), np.zeros(3))):
+            assert np.array_equal(quat.between(u, v), quat.between(u[None], v[None])[0],
+                                  equal_nan=True)
+            assert np.isnan(quat.between(u, v)).all()
