@@ -278,6 +278,10 @@ def test_precompute_hands_out_the_poses_computed_live(walk_db, project_root):
     with pytest.raises(SettingsError, match="follows the body"):
         with LivePlayback(Controller(db, feats, src), speed_margin=0.3) as live:
             live.precompute(10)
+    with LivePlayback(Controller(db, feats, src)) as live:
+        for bad in (-1, 2.5, True, "3"):
+            with pytest.raises(SettingsError, match="whole number"):
+                live.precompute(bad)
 
 
 def test_speed_margin_paces_the_reference_by_the_body(walk_db, project_root):

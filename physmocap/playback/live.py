@@ -302,7 +302,7 @@ class LivePlayback(Closing):
     def reference_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Advance the controller one frame; the prepared reference on the body's skeleton:
         ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation).
-        After ``precompute`` the next frame computed then (a copy)."""
+        After ``precompute``, the next of the frames it computed (a copy), while any are left."""
         cache = self.__dict__.get("_cache")
         if cache is not None:
             k = self._cache_at
@@ -331,8 +331,12 @@ class LivePlayback(Closing):
         """Compute the reference's next ``frames`` poses now; ``reference_pose`` hands them
         out in turn (then goes on computing), each with the controller time it took. A
         predictive search plays every frame many times over from saved states, and the
-        reference does not depend on the body (refused with ``follow`` or ``speed_margin``,
-        which make it): each frame is computed once, the same numbers as played live."""
+        reference does not depend on the body: each frame is computed once, the same numbers
+        as played live. Refused with ``follow`` or ``speed_margin``, which make the
+        reference depend on the body."""
+        if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 0:
+            raise SettingsError(f"LivePlayback.precompute: frames must be a whole number >= 0, "
+                                f"got {frames!r}")
         if self.follow is not None or self.speed_margin is not None:
             raise SettingsError("LivePlayback.precompute: the reference follows the body "
                                 "(follow, speed_margin); it cannot be computed ahead")
