@@ -45,7 +45,8 @@ def _head(live) -> float:
                                 dict(budget=0), dict(head_m=float("inf")),
                                 dict(random_sets=-1), dict(random_sets=1.5),
                                 dict(random_sets=True), dict(seed=-2),
-                                dict(branch=0), dict(branch=2.0), dict(branch=True)])
+                                dict(branch=0), dict(branch=2.0), dict(branch=True),
+                                dict(workers=0), dict(workers=1.5), dict(workers=True)])
 def test_predict_settings_refuse_bad_values(kw):
     with pytest.raises(SettingsError, match="PredictSettings: "):
         P.PredictSettings(**kw)
@@ -189,6 +190,26 @@ def test_the_reference_computed_ahead_changes_nothing(live_db, sharp_turns, monk
     (m0, p0), (m1, p1) = runs
     assert p0.switches == p1.switches and p0.simulated_frames == p1.simulated_frames
     assert np.array_equal(m0.root_pos, m1.root_pos) and np.array_equal(m0.lrot, m1.lrot)
+
+
+def test_workers_search_exactly_as_one(live_db, sharp_turns, fixed_walk):
+    """Look-aheads played by two forked workers (from the decision's state as the checkpoint
+    stores it) give the one-process search's plan, cost and run, bit for bit: live (with a dead
+    end gone back from, head_m 1.45) and a fixed motion with hand targets."""
+    db, feats = live_db
+    motion, hands = fixed_walk
+    for run in (lambda w: P.run_predictive(
+                    Controller(db, feats, sharp_turns), 1.0, settings=SETTINGS,
+                    predict=P.PredictSettings(random_sets=1, head_m=1.45, workers=w)),
+                lambda w: P.track_predictive(
+                    motion, settings=SETTINGS, hand_targets=hands,
+                    predict=P.PredictSettings(random_sets=1, workers=w))):
+        (r1, p1), (r2, p2) = run(1), run(2)
+        m1, m2 = (getattr(r, "result", r).motion for r in (r1, r2))
+        assert p1.switches == p2.switches and p1.simulated_frames == p2.simulated_frames
+        assert p1.backtracks == p2.backtracks and p1.complete == p2.complete
+        assert np.array_equal(m1.root_pos, m2.root_pos) and np.array_equal(m1.lrot, m2.lrot)
+    assert P._WORKER_PLAYER is None           # the pool is gone with the search
 
 
 def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):
@@ -457,8 +478,9 @@ def test_cli_play_predict_a_fixed_motion(tmp_path, capsys):
 
 def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
     """``play --predict`` stopped (Ctrl-C: exit 130) keeps its search in ``.OUT.partial``
-    and writes no output; run again, it says where it resumed, writes the uninterrupted run's
-    report, and removes the folder."""
+    and writes no output; run again (with two workers: they do not change the job), it says
+    where it resumed, writes the uninterrupted run's report, and removes the folder.
+    ``--predict-workers`` without ``--predict``: a usage error."""
     import json
 
     from physmocap.cli import main
@@ -485,7 +507,7 @@ def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
     assert (tmp_path / ".sim.bvh.partial").is_dir() and not (tmp_path / "sim.bvh").exists()
     monkeypatch.setattr(P, "_save_search", save)
     capsys.readouterr()
-    assert main(args("sim")) == 0
+    assert main(args("sim") + ["--predict-workers", "2"]) == 0
     assert "resumed from" in capsys.readouterr().out
     assert not (tmp_path / ".sim.bvh.partial").exists()
     whole, sim = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("whole", "sim"))
@@ -500,3 +522,7 @@ def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
     assert "checkpoint path exists and is not a folder" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "bad.bvh").exists()
     assert (tmp_path / ".bad.bvh.partial").read_text() == "mine"
+    with pytest.raises(SystemExit) as e:
+        main(args("w")[:-1] + ["--predict-workers", "2"])
+    assert e.value.code == 2 and "--predict-workers" in capsys.readouterr().err
+    assert not (tmp_path / "w.bvh").exists()

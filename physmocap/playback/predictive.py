@@ -108,6 +108,10 @@ class PredictSettings:
             the search goes back further (``None``: every candidate still up after
             ``every_s``). Fewer let the search go back further for the same budget (measured
             against all eight: ``benchmarks/RESULTS.md``, "Live coupling, fully physical").
+        workers: processes the candidates' look-aheads are shared out to (1: played here, one
+            after the other). Each worker is a fork of this process, and plays a candidate from
+            the decision's state as the checkpoint stores it: the same plan and run, bit for
+            bit, sooner. Needs the "fork" start method (Linux).
     """
 
     every_s: float = 0.25
@@ -117,6 +121,7 @@ class PredictSettings:
     budget: float = 100.0
     head_m: float = 1.0
     branch: int | None = 3
+    workers: int = 1
 
     def __post_init__(self):
         for name in ("every_s", "horizon_s", "budget", "head_m"):
@@ -132,6 +137,10 @@ class PredictSettings:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise SettingsError(f"PredictSettings: {name} must be a whole number >= 0, "
                                     f"got {v!r}")
+        w = self.workers
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
+            raise SettingsError(f"PredictSettings: workers must be a whole number >= 1, "
+                                f"got {w!r}")
         b = self.branch
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer))
                               or b < 1):
@@ -248,9 +257,9 @@ def _release(live, snap) -> None:
     ch.p.removeState(snap[0], physicsClientId=ch.client)
 
 
-def _save_search(checkpoint, live, search: dict) -> None:
-    """Store the search at a decision point in ``checkpoint``: PyBullet's world as it is now,
-    the live loop's Python state (the shared objects by reference: their place in
+def _dump_state(live, search: dict | None = None) -> tuple[bytes, bytes]:
+    """``(world, state)`` bytes of a player as it is now: PyBullet's world (``saveBullet``)
+    and, pickled, its Python state (the shared objects by reference: their place in
     ``_shared``), the controller's record (by value) and ``search`` (the loop's variables)."""
     ch = live.tracker.char
     with tempfile.TemporaryDirectory() as d:
@@ -267,8 +276,37 @@ def _save_search(checkpoint, live, search: dict) -> None:
     Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(
         dict(live=live.__dict__, record=None if _log(live) is None else vars(_log(live)),
              search=search))
+    return world, buf.getvalue()
+
+
+def _load_state(live, world: bytes, state: bytes) -> dict | None:
+    """``_dump_state``'s bytes put back into ``live`` (a player built as the one dumped, or
+    that one); its ``search``. Raises what unpickling or PyBullet raise (``live`` untouched)."""
+    shared = list(_shared(live, live.__dict__).values())
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            return shared[pid]
+
+    ch = live.tracker.char
+    got = Unpickler(io.BytesIO(state)).load()
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "world.bullet")
+        Path(f).write_bytes(world)
+        ch.p.restoreState(fileName=f, physicsClientId=ch.client)
+    live.__dict__.clear()
+    live.__dict__.update(got["live"])
+    if got["record"] is not None:
+        vars(_log(live)).clear()
+        vars(_log(live)).update(got["record"])
+    return got["search"]
+
+
+def _save_search(checkpoint, live, search: dict) -> None:
+    """Store the search at a decision point in ``checkpoint`` (``_dump_state``)."""
+    world, state = _dump_state(live, search)
     checkpoint.save("predictive", world=np.frombuffer(world, np.uint8),
-                    state=np.frombuffer(buf.getvalue(), np.uint8))
+                    state=np.frombuffer(state, np.uint8))
 
 
 def _load_search(checkpoint, live) -> dict | None:
@@ -278,28 +316,11 @@ def _load_search(checkpoint, live) -> dict | None:
     z = checkpoint.load("predictive")
     if z is None:
         return None
-    shared = list(_shared(live, live.__dict__).values())
-
-    class Unpickler(pickle.Unpickler):
-        def persistent_load(self, pid):
-            return shared[pid]
-
-    ch = live.tracker.char
     try:
-        state = Unpickler(io.BytesIO(z["state"].tobytes())).load()
-        with tempfile.TemporaryDirectory() as d:
-            f = os.path.join(d, "world.bullet")
-            Path(f).write_bytes(z["world"].tobytes())
-            ch.p.restoreState(fileName=f, physicsClientId=ch.client)
+        return _load_state(live, z["world"].tobytes(), z["state"].tobytes())
     except Exception:          # damaged, or not this program's: search afresh
         checkpoint.resumed.remove("predictive")
         return None
-    live.__dict__.clear()
-    live.__dict__.update(state["live"])
-    if state["record"] is not None:
-        vars(_log(live)).clear()
-        vars(_log(live)).update(state["record"])
-    return state["search"]
 
 
 def _head_z(live, head: int) -> float:
@@ -371,12 +392,72 @@ def track_predictive(motion, body: BodyTemplate | None = None,
                       environment, hand_targets), plan
 
 
+# --- look-aheads in worker processes ---------------------------------------------------------
+
+# the player a forked worker plays candidates on: its own copy of the search's, world and all
+# (PyBullet's DIRECT world lives in this process's memory)
+_WORKER_PLAYER = None
+
+
+def _pool(live, workers: int):
+    """A pool of ``workers`` forks of this process, each holding a copy of the player ``live``
+    (``_WORKER_PLAYER``); None for one worker."""
+    if workers <= 1:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    if "fork" not in multiprocessing.get_all_start_methods():
+        raise SettingsError("PredictSettings: workers > 1 needs the 'fork' start method "
+                            "(Linux); use workers=1 here")
+    global _WORKER_PLAYER
+    _WORKER_PLAYER = live
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+
+
+def _lookahead(task) -> list:
+    """In a worker: each candidate ``(k, name, gains, joint_max_torque)`` of ``task`` played
+    up to ``ahead`` frames from the decision's state (``_dump_state``'s bytes), as the search's
+    ``candidates`` plays it: ``[(k, name, frames to the head's going down or None, root lag
+    m, frames simulated)]``."""
+    world, state, cands, ahead, head, head_m = task
+    live, out = _WORKER_PLAYER, []
+    # loaded once, then restored from memory for each candidate, as a resumed search does
+    _load_state(live, world, state)
+    s0 = _snapshot(live)
+    for k, name, gains, jm in cands:
+        _restore(live, s0)
+        live.tracker.set_balance_gains(gains, jm)
+        fall = None
+        for f in range(ahead):
+            (rr, _), (sr, _), _ = live.step()
+            if _head_z(live, head) < head_m:
+                fall = f + 1
+                break
+        out.append((k, name, fall, float(np.hypot(*(rr[:2] - sr[:2]))),
+                    ahead if fall is None else fall))
+    _release(live, s0)
+    return out
+
+
 def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
             predict: PredictSettings, progress, checkpoint) -> tuple:
     """The search (module docstring) over ``n`` frames of an open player ``live`` (a
     ``LivePlayback`` or a ``track.MotionPlayback``, not yet stepped), recording each frame in
     ``rec`` (``live._Frames``). Returns ``(rec, Plan)``: a resumed search's record is the one
     stored; ``live`` is left at the committed chain's end."""
+    global _WORKER_PLAYER
+    pool = _pool(live, predict.workers)
+    try:
+        return _search_in(live, rec, n, body, settings, predict, progress, checkpoint, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+            _WORKER_PLAYER = None
+
+
+def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
+               predict: PredictSettings, progress, checkpoint, pool) -> tuple:
+    """``_search``, its look-aheads played here (``pool`` None) or by ``pool``'s workers."""
     base = settings.balance_gains
     sets = {"own": (base, None)}
     for name, (changes, jm) in SEARCHED_SETS.items():
@@ -411,18 +492,35 @@ def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
         for r in range(predict.random_sets):
             names.append(f"random_{i}_{tag + r}")
             sets[names[-1]] = _random_set(rng, base)
-        scored = []
-        for k, name in enumerate(names):
+        scored, ahead = [], min(n_ahead, n - i)
+        # the first decision here too: a fixed motion's body is only placed there, never
+        # stepped, and such a world is not stored exactly (measured: saveBullet moves the
+        # next 15 frames by up to 1.8 cm)
+        if pool is None or i < 2:
+            for k, name in enumerate(names):
+                _restore(live, s0)
+                live.tracker.set_balance_gains(*sets[name])
+                fall = play(i, ahead)
+                last = i + (ahead if fall is None else fall) - 1
+                lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
+                scored.append((fall, lag, k, name))
+        else:
+            # the workers each play their share from the decision's state (their frames are
+            # not recorded here: the committed steps write every frame the run keeps)
             _restore(live, s0)
-            live.tracker.set_balance_gains(*sets[name])
-            ahead = min(n_ahead, n - i)
-            fall = play(i, ahead)
-            last = i + (ahead if fall is None else fall) - 1
-            lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
-            # a later fall first, then the body nearer its reference (a body that steps in
-            # place stays up too); ties: the earlier candidate
-            scored.append((np.inf if fall is None else fall, -lag, -k, name))
-        scored.sort(reverse=True)
+            world, state = _dump_state(live)
+            w = predict.workers
+            tasks = [(world, state, [(k, name, *sets[name]) for k, name in enumerate(names)
+                                     if k % w == j], ahead, head, predict.head_m)
+                     for j in range(min(w, len(names)))]
+            for part in pool.map(_lookahead, tasks):
+                for k, name, fall, lag, frames in part:
+                    count["simulated"] += frames
+                    scored.append((fall, lag, k, name))
+        # a later fall first, then the body nearer its reference (a body that steps in place
+        # stays up too); ties: the earlier candidate
+        scored = sorted(((np.inf if fall is None else fall, -lag, -k, name)
+                         for fall, lag, k, name in scored), reverse=True)
         step = min(n_every, n - i)
         return [c[3] for c in scored if c[0] > step][:predict.branch], scored[0][3]
 
