@@ -3,7 +3,7 @@ process, stepped frame by frame in turn (which goes first alternates), so load f
 hits both alike; and whether they simulate the same poses, bit for bit.
 
     python benchmarks/live_speed_ab.py OLD_CHECKOUT [--repeats 3] [--physical]
-    python benchmarks/live_speed_ab.py OLD_CHECKOUT --predict SECONDS [--repeats 3]
+    python benchmarks/live_speed_ab.py OLD_CHECKOUT --predict SECONDS [--repeats 3] [--workers N]
 
 OLD_CHECKOUT is a clone of the repository (its ``physmocap/`` and ``scenes/``), e.g. main's
 worktree. Straight walk, assist mode (``--physical``: fully physical with ``STEPPING``, whose
@@ -15,7 +15,8 @@ time), latency median and p99, controller and physics ms (medians).
 ``--predict SECONDS``: the predictive search (``playback.predictive.run_predictive``, its
 defaults) on the sharp turns for SECONDS, each package in turn (which goes first alternates):
 wall seconds per run, frames simulated per frame played, and whether both searched the same
-plan and simulated the same poses, bit for bit.
+plan and simulated the same poses, bit for bit. ``--workers N``: and the new package's search
+with its look-aheads in N processes (``PredictSettings.workers``), checked against its own.
 """
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def _maker(pkg: str, physical: bool = False):
     return make
 
 
-def _predictive(pkg: str):
-    """A function running ``pkg``'s predictive search on the sharp turns for ``seconds``:
-    ``(wall s, root positions, local rotations, plan)``."""
+def _predictive(pkg: str, workers: int = 1):
+    """A function running ``pkg``'s predictive search on the sharp turns for ``seconds``
+    (``workers`` > 1: in that many processes): ``(wall s, root positions, local rotations,
+    plan)``."""
     def m(name):
         return importlib.import_module(f"{pkg}.{name}")
     db, feats = _live_database(m, stand=True)
@@ -93,8 +95,9 @@ def _predictive(pkg: str):
         src = m("matching.trajectory").load_input(
             m("scene")._resolve("sharp_turns", "inputs", "input"))
         t0 = time.perf_counter()
+        kw = {} if workers == 1 else dict(predict=predictive.PredictSettings(workers=workers))
         res, plan = predictive.run_predictive(m("matching.controller").Controller(db, feats, src),
-                                              seconds, settings=settings)
+                                              seconds, settings=settings, **kw)
         motion = res.result.motion
         return time.perf_counter() - t0, motion.root_pos, motion.lrot, plan
     return run
@@ -108,9 +111,11 @@ def main() -> None:
                     help="fully physical with STEPPING instead of the root assist")
     ap.add_argument("--predict", type=float, metavar="SECONDS",
                     help="time the predictive search on the sharp turns for SECONDS instead")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="with --predict: also the new search in this many processes")
     args = ap.parse_args()
     if args.predict is not None:
-        return predict_ab(args.old, args.predict, args.repeats)
+        return predict_ab(args.old, args.predict, args.repeats, args.workers)
     with tempfile.TemporaryDirectory() as tmp:
         makers = {"old": _maker(_old_package(args.old, Path(tmp)), args.physical),
                   "new": _maker("physmocap", args.physical)}
@@ -137,16 +142,19 @@ def main() -> None:
             print(f"median of {args.repeats} {k}: " + _line(np.median(rows[k], axis=0)))
 
 
-def predict_ab(old: Path, seconds: float, repeats: int) -> None:
-    """``--predict``: both packages' predictive searches in turn, ``repeats`` times."""
+def predict_ab(old: Path, seconds: float, repeats: int, workers: int = 1) -> None:
+    """``--predict``: both packages' predictive searches in turn, ``repeats`` times (and the
+    new one's in ``workers`` processes)."""
     with tempfile.TemporaryDirectory() as tmp:
         runs = {"old": _predictive(_old_package(old, Path(tmp))), "new": _predictive("physmocap")}
+        if workers > 1:
+            runs[f"new x{workers}"] = _predictive("physmocap", workers)
         walls = {k: [] for k in runs}
         for run in runs.values():          # warm-up: imports, PyBullet, first allocations
             run(0.1)
         for r in range(repeats):
             out = {}
-            for k in (("old", "new") if r % 2 == 0 else ("new", "old")):
+            for k in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
                 out[k] = runs[k](seconds)
                 walls[k].append(out[k][0])
                 plan = out[k][3]
@@ -157,6 +165,11 @@ def predict_ab(old: Path, seconds: float, repeats: int) -> None:
             same = (p0.switches == p1.switches and np.array_equal(r0, r1)
                     and np.array_equal(q0, q1))
             print(f"  the same plan and poses, bit for bit: {same}", flush=True)
+            for k in (k for k in out if k not in ("old", "new")):
+                _, r2, q2, p2 = out[k]
+                same = (p2.switches == p1.switches and np.array_equal(r1, r2)
+                        and np.array_equal(q1, q2))
+                print(f"  {k} the same as new, bit for bit: {same}", flush=True)
         for k in walls:
             print(f"median of {repeats} {k}: {np.median(walls[k]):.1f} s for {seconds:g} s")
 
