@@ -194,13 +194,13 @@ def test_the_reference_computed_ahead_changes_nothing(live_db, sharp_turns, monk
 
 def test_workers_search_exactly_as_one(live_db, sharp_turns, fixed_walk):
     """Look-aheads played by two forked workers (from the decision's state as the checkpoint
-    stores it) give the one-process search's plan, cost and run, bit for bit: live (with a dead
-    end gone back from, head_m 1.45) and a fixed motion with hand targets."""
+    stores it) give the one-process search's plan, cost and run, bit for bit: live, and a fixed
+    motion with hand targets (whose first decision's world was never stepped: played here)."""
     db, feats = live_db
     motion, hands = fixed_walk
     for run in (lambda w: P.run_predictive(
                     Controller(db, feats, sharp_turns), 1.0, settings=SETTINGS,
-                    predict=P.PredictSettings(random_sets=1, head_m=1.45, workers=w)),
+                    predict=P.PredictSettings(random_sets=1, workers=w)),
                 lambda w: P.track_predictive(
                     motion, settings=SETTINGS, hand_targets=hands,
                     predict=P.PredictSettings(random_sets=1, workers=w))):
