@@ -41,6 +41,10 @@ A fixed motion (a clip, a three-point avatar's motion with its hand targets) is 
 same way (``track_predictive``): the player is a ``track.MotionPlayback`` instead of the live
 loop, and the look-ahead plays the motion's own next frames.
 
+**Workers.** With ``PredictSettings.workers`` > 1 the candidates of a decision are played by
+forks of this process, each from the decision's state as the checkpoint stores it (below): the
+same plan and run, bit for bit, sooner (``benchmarks/RESULTS.md``, "Coupled loop speed").
+
 **Resume.** With a ``checkpoint`` (``solver.checkpoint.Checkpoint``) the search's state is
 stored at every decision: PyBullet's world (``saveBullet``) and the Python state, pickled (what
 every copy shares is stored by reference: ``_shared``). Run again with the same job, the search
@@ -494,8 +498,9 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
             sets[names[-1]] = _random_set(rng, base)
         scored, ahead = [], min(n_ahead, n - i)
         # the first decision here too: a fixed motion's body is only placed there, never
-        # stepped, and such a world is not stored exactly (measured: saveBullet moves the
-        # next 15 frames by up to 1.8 cm)
+        # stepped, and such a world does not play the same twice from a restored state (a
+        # candidate played again after another: up to 1.8 cm apart in 15 frames; from the
+        # second frame on, bit for bit), so workers, playing other orders, would disagree
         if pool is None or i < 2:
             for k, name in enumerate(names):
                 _restore(live, s0)
