@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -210,6 +211,23 @@ def test_workers_search_exactly_as_one(live_db, sharp_turns, fixed_walk):
         assert p1.backtracks == p2.backtracks and p1.complete == p2.complete
         assert np.array_equal(m1.root_pos, m2.root_pos) and np.array_equal(m1.lrot, m2.lrot)
     assert P._WORKER_PLAYER is None           # the pool is gone with the search
+
+
+def _worker_dies(task):
+    os._exit(3)
+
+
+def test_a_worker_that_dies_is_one_error(live_db, sharp_turns, monkeypatch):
+    """A worker process that dies mid-search (here: exits at once) ends the search with one
+    ``PhysmocapError`` line saying what to do, and the pool is gone."""
+    from physmocap.errors import PhysmocapError
+    db, feats = live_db
+    monkeypatch.setattr(P, "_lookahead", _worker_dies)
+    with pytest.raises(PhysmocapError, match="a worker process died") as e:
+        P.run_predictive(Controller(db, feats, sharp_turns), 0.5, settings=SETTINGS,
+                         predict=P.PredictSettings(random_sets=1, workers=2))
+    assert len(str(e.value).splitlines()) == 1 and "fewer workers" in str(e.value)
+    assert P._WORKER_PLAYER is None
 
 
 def test_no_way_on_and_out_of_budget_play_the_run_whole(live_db, sharp_turns):

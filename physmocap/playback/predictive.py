@@ -66,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SettingsError, bad_number, require_numbers
+from ..errors import PhysmocapError, SettingsError, bad_number, require_numbers
 from ..scene import BodyTemplate, Environment, load_body
 from .balance import BalanceSettings
 from .track import TrackingSettings
@@ -443,6 +443,18 @@ def _lookahead(task) -> list:
     return out
 
 
+def _mapped(pool, tasks: list) -> list:
+    """``_lookahead`` of each task in ``pool``'s workers; a worker that died (killed, out of
+    memory) is a ``PhysmocapError``, not the pool's own exception."""
+    from concurrent.futures.process import BrokenProcessPool
+    try:
+        return list(pool.map(_lookahead, tasks))
+    except BrokenProcessPool as e:
+        raise PhysmocapError("predictive search: a worker process died (killed, or out of "
+                             "memory?); run again with fewer workers (a search with a "
+                             "checkpoint goes on from its last decision)") from e
+
+
 def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
             predict: PredictSettings, progress, checkpoint) -> tuple:
     """The search (module docstring) over ``n`` frames of an open player ``live`` (a
@@ -518,7 +530,7 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
             tasks = [(world, state, [(k, name, *sets[name]) for k, name in enumerate(names)
                                      if k % w == j], ahead, head, predict.head_m)
                      for j in range(min(w, len(names)))]
-            for part in pool.map(_lookahead, tasks):
+            for part in _mapped(pool, tasks):
                 for k, name, fall, lag, frames in part:
                     count["simulated"] += frames
                     scored.append((fall, lag, k, name))
