@@ -294,6 +294,8 @@ class LivePlayback(Closing):
                                   settings.stance_height, self.dt, settings.rise(mode))
         self._offset = None
         self._started = False
+        # ``precompute``'s poses, ``(root, lrot, ms)`` per frame, and how many were handed out
+        self._cache, self._cache_at = None, 0
         cl = settings.clearance(mode)
         self._lift = SwingLift(self.body, cl) if cl > 0 else None
 
@@ -303,12 +305,10 @@ class LivePlayback(Closing):
         """Advance the controller one frame; the prepared reference on the body's skeleton:
         ``root_pos (3,)`` m and ``lrot (J, 4)`` xyzw (``lrot[0]`` is the root's world rotation).
         After ``precompute``, the next of the frames it computed (a copy), while any are left."""
-        cache = self.__dict__.get("_cache")
-        if cache is not None:
-            k = self._cache_at
-            if k < len(cache[0]):
-                self._cache_at = k + 1
-                return cache[0][k].copy(), cache[1][k].copy()
+        if self._cache is not None and self._cache_at < len(self._cache):
+            root, lrot, _ = self._cache[self._cache_at]
+            self._cache_at += 1
+            return root.copy(), lrot.copy()
         rp, rr, lp, lr = self.ctrl.step()
         rr = rr.tolist()                  # one root: plain floats, bit for bit the array maths
         hips = rp + np.array(quat.rotate_exact_t(rr, lp[0].tolist()))
@@ -340,26 +340,24 @@ class LivePlayback(Closing):
         if self.follow is not None or self.speed_margin is not None:
             raise SettingsError("LivePlayback.precompute: the reference follows the body "
                                 "(follow, speed_margin); it cannot be computed ahead")
-        roots, lrots, ms = [], [], []
+        cache = []
         for _ in range(frames):
             t0 = time.perf_counter()
             root, lrot = self.reference_pose()
-            ms.append(1e3 * (time.perf_counter() - t0))
-            roots.append(root)
-            lrots.append(lrot)
-        self._cache, self._cache_at = (roots, lrots, ms), 0
+            cache.append((root, lrot, 1e3 * (time.perf_counter() - t0)))
+        self._cache, self._cache_at = cache, 0
 
     def _controller_ms(self, k0: int, t0: float, t1: float) -> float:
         """ms the reference of this frame took: measured (``t1 - t0``), plus, for the poses
         ``k0 ..`` handed out from ``precompute``'s cache, what computing them took."""
-        cache = self.__dict__.get("_cache")
-        ahead = 0.0 if cache is None else float(sum(cache[2][k0:self._cache_at]))
+        ahead = 0.0 if self._cache is None else float(
+            sum(ms for _, _, ms in self._cache[k0:self._cache_at]))
         return 1e3 * (t1 - t0) + ahead
 
     def step(self):
         """One frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot), info)``;
         ``info`` is the ``Tracker.step`` info plus ``controller_ms`` and ``physics_ms``."""
-        k0 = self.__dict__.get("_cache_at", 0)
+        k0 = self._cache_at
         t0 = time.perf_counter()
         ref = self.reference_pose()
         t1 = time.perf_counter()

@@ -61,6 +61,7 @@ import os
 import pickle
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -332,6 +333,20 @@ def _head_z(live, head: int) -> float:
     return ch.p.getLinkState(ch.body, head - 1, physicsClientId=ch.client)[4][2]
 
 
+def _ahead(live, frames: int, head: int, head_m: float, put=None) -> tuple:
+    """Step ``live`` up to ``frames`` frames, stopping where its head goes below ``head_m``
+    (``head`` None: never), each frame's ``step`` output handed to ``put(f, out)``: ``(frames
+    to the head's going down or None, frames stepped, the last frame's output)``."""
+    out = None
+    for f in range(frames):
+        out = live.step()
+        if put is not None:
+            put(f, out)
+        if head is not None and _head_z(live, head) < head_m:
+            return f + 1, f + 1, out
+    return None, frames, out
+
+
 def _check(settings: TrackingSettings, environment: Environment | None) -> None:
     if not settings.balance:
         raise SettingsError("predictive balance needs a balance controller (balance=True, "
@@ -365,6 +380,9 @@ def run_predictive(controller, duration: float, body: BodyTemplate | None = None
     n = max(2, int(round(duration / controller.dt)))
     rec = _Frames(n, len(body), len(environment.holds) if environment else 0)
     with LivePlayback(controller, body, "physical", settings, environment=environment) as live:
+        # the reference does not depend on the body: each frame computed once, not once per
+        # look-ahead (before a stopped search is loaded: it refers to these poses)
+        live.precompute(n + 1)
         rec, plan = _search(live, rec, n, body, settings, predict, progress, checkpoint)
         falls = list(live.tracker.falls)
         ratio, played = live.retarget.ratio, live.ctrl
@@ -403,11 +421,13 @@ def track_predictive(motion, body: BodyTemplate | None = None,
 _WORKER_PLAYER = None
 
 
+@contextmanager
 def _pool(live, workers: int):
     """A pool of ``workers`` forks of this process, each holding a copy of the player ``live``
-    (``_WORKER_PLAYER``); None for one worker."""
+    (``_WORKER_PLAYER``, set while the pool is open); None for one worker."""
     if workers <= 1:
-        return None
+        yield None
+        return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -415,7 +435,12 @@ def _pool(live, workers: int):
                             "(Linux); use workers=1 here")
     global _WORKER_PLAYER
     _WORKER_PLAYER = live
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(cancel_futures=True)
+        _WORKER_PLAYER = None
 
 
 def _lookahead(task) -> list:
@@ -431,14 +456,8 @@ def _lookahead(task) -> list:
     for k, name, gains, jm in cands:
         _restore(live, s0)
         live.tracker.set_balance_gains(gains, jm)
-        fall = None
-        for f in range(ahead):
-            (rr, _), (sr, _), _ = live.step()
-            if _head_z(live, head) < head_m:
-                fall = f + 1
-                break
-        out.append((k, name, fall, float(np.hypot(*(rr[:2] - sr[:2]))),
-                    ahead if fall is None else fall))
+        fall, frames, ((rr, _), (sr, _), _) = _ahead(live, ahead, head, head_m)
+        out.append((k, name, fall, float(np.hypot(*(rr[:2] - sr[:2]))), frames))
     _release(live, s0)
     return out
 
@@ -461,14 +480,8 @@ def _search(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
     ``LivePlayback`` or a ``track.MotionPlayback``, not yet stepped), recording each frame in
     ``rec`` (``live._Frames``). Returns ``(rec, Plan)``: a resumed search's record is the one
     stored; ``live`` is left at the committed chain's end."""
-    global _WORKER_PLAYER
-    pool = _pool(live, predict.workers)
-    try:
+    with _pool(live, predict.workers) as pool:
         return _search_in(live, rec, n, body, settings, predict, progress, checkpoint, pool)
-    finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-            _WORKER_PLAYER = None
 
 
 def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings,
@@ -492,12 +505,10 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
         """Simulate and record frames ``start ..``: the frames to the head's going down
         (``stop_on_fall``: stopped there), or None. A look-ahead's frames are recorded
         too; the committed steps write over them."""
-        for f, i in enumerate(range(start, start + frames)):
-            rec.put(i, live.step())
-            count["simulated"] += 1
-            if stop_on_fall and _head_z(live, head) < predict.head_m:
-                return f + 1
-        return None
+        fall, done, _ = _ahead(live, frames, head if stop_on_fall else None, predict.head_m,
+                               lambda f, out: rec.put(start + f, out))
+        count["simulated"] += done
+        return fall
 
     def candidates(i: int, s0, names: list, tag: int = 0) -> tuple:
         """Each of ``names`` and ``predict.random_sets`` new random sets played ahead from
@@ -546,10 +557,6 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
         live.tracker.set_balance_gains(*sets[name])
         node[4] = name
 
-    if hasattr(live, "precompute") and live.follow is None and live.speed_margin is None:
-        # a live reference does not depend on the body: each frame computed once, not once
-        # per look-ahead (before a resumed search is loaded: it refers to these poses)
-        live.precompute(n + 1)
     # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
     # world restored to before that placement is not the fresh one (measured: 3 mm apart
     # in 0.25 s), a placed one is restored exactly

@@ -711,10 +711,12 @@ class Tracker(Closing):
         # physical body hung at that gain: held-out avatar clips, ``STEPPING``, hands 8.3 cm
         # from the reachable controllers, 6 % of wrist-frames within 1 cm (``benchmarks/
         # avatar_eval.py --offset 5 --physics --mode physical --balance stepping``)
-        again = None
+        again = held = None
         if js is not None and len(js) and (s.reach_every_step or bal is not None):
             links = (js - 1).tolist()
             again = (js, links, [kp[i] for i in links], [forces[i] for i in links])
+            if not s.reach_every_step:
+                held = lrot1[js].tolist()     # the frame's bent arms: one target per frame
         n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
         assist = self.mode == "assist"
@@ -749,12 +751,12 @@ class Tracker(Closing):
                 tsum += float(np.sqrt(t @ t))
             elif bal is not None:
                 bal.apply(h)                  # joint torques last one step
-            if again is not None and s.reach_every_step:
-                self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, again)
-            elif again is not None:            # the frame's bent arms, at their own gains
+            if held is not None:               # the frame's bent arms, at their own gains
                 p.setJointMotorControlMultiDofArray(
-                    b, again[1], p.POSITION_CONTROL, targetPositions=lrot1[js].tolist(),
+                    b, again[1], p.POSITION_CONTROL, targetPositions=held,
                     positionGains=again[2], forces=again[3], physicsClientId=c)
+            elif again is not None:
+                self._reach_again(reach, k / n, (pos0, lrot0), ref1, dt, again)
             p.stepSimulation(physicsClientId=c)
         if assist:
             self._ierr = np.array(ierr)
