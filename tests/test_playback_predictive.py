@@ -213,6 +213,21 @@ def test_workers_search_exactly_as_one(live_db, sharp_turns, fixed_walk):
     assert P._WORKER_PLAYER is None           # the pool is gone with the search
 
 
+def test_workers_need_fork(live_db, sharp_turns, monkeypatch):
+    """Where processes cannot be forked (macOS, Windows), workers > 1 is one line saying so;
+    workers=1 runs as ever."""
+    import multiprocessing
+    db, feats = live_db
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    with pytest.raises(SettingsError, match="needs the 'fork' start method") as e:
+        P.run_predictive(Controller(db, feats, sharp_turns), 0.2, settings=SETTINGS,
+                         predict=P.PredictSettings(random_sets=0, workers=2))
+    assert len(str(e.value).splitlines()) == 1 and P._WORKER_PLAYER is None
+    _, plan = P.run_predictive(Controller(db, feats, sharp_turns), 0.2, settings=SETTINGS,
+                               predict=P.PredictSettings(random_sets=0, workers=1))
+    assert plan.complete
+
+
 def _worker_dies(task):
     os._exit(3)
 
