@@ -15,7 +15,7 @@ from physmocap.matching.trajectory import load_input
 from physmocap.playback import LivePlayback, Tracker, TrackingSettings
 from physmocap.playback import predictive as P
 from physmocap.playback.balance import STEPPING
-from physmocap.scene import Environment, HandHold
+from physmocap.scene import Environment, HandHold, load_body
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 SETTINGS = TrackingSettings(balance=True, balance_gains=STEPPING)
@@ -193,10 +193,34 @@ def test_the_reference_computed_ahead_changes_nothing(live_db, sharp_turns, monk
     assert np.array_equal(m0.root_pos, m1.root_pos) and np.array_equal(m0.lrot, m1.lrot)
 
 
+def test_a_fixed_motions_first_decision_plays_each_candidate_the_same_in_any_order(fixed_walk):
+    """Where the search first decides on a fixed motion (its world placed and stepped once), a
+    candidate played 0.5 s ahead again, after another candidate, plays bit for bit as before:
+    the candidates' order, and so the workers, cannot change the search."""
+    from physmocap.playback.track import MotionPlayback, on_body, prepare_reference
+    motion, hands = fixed_walk
+    body = load_body()
+    body, ref, hands = prepare_reference(on_body(motion, body), body, "physical", SETTINGS,
+                                         hand_targets=hands)
+    with MotionPlayback(ref, body, "physical", SETTINGS, hand_targets=hands) as live:
+        for _ in range(1 + live.unstepped_frames):
+            live.step()
+        snap = P._snapshot(live)
+        runs = []
+        for name in ("own", "weak_legs", "own"):
+            P._restore(live, snap)
+            changes, jm = P.SEARCHED_SETS.get(name, ({}, None))
+            live.tracker.set_balance_gains(dataclasses.replace(STEPPING, **changes), jm)
+            runs.append(np.array([live.step()[1][0] for _ in range(15)]))
+        P._release(live, snap)
+    assert np.array_equal(runs[0], runs[2])
+    assert not np.array_equal(runs[0], runs[1])      # the other gains did play otherwise
+
+
 def test_workers_search_exactly_as_one(live_db, sharp_turns, fixed_walk):
     """Look-aheads played by two forked workers (from the decision's state as the checkpoint
-    stores it) give the one-process search's plan, cost and run, bit for bit: live, and a fixed
-    motion with hand targets (whose first decision's world was never stepped: played here)."""
+    stores it) give the one-process search's plan, cost and run, bit for bit, from the first
+    decision on: live, and a fixed motion with hand targets."""
     db, feats = live_db
     motion, hands = fixed_walk
     for run in (lambda w: P.run_predictive(
@@ -366,14 +390,14 @@ def fixed_walk():
     as hand targets ``(38, 2, 3)`` m (a three-point avatar's controllers)."""
     from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
     from physmocap.matching.retarget import retarget
-    from physmocap.scene import load_body
     sk = load_body().skeleton
     m = retarget(read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt")), sk)
     return m, m.gpos[:, [sk.index("LeftHand"), sk.index("RightHand")]]
 
 
 def test_a_fixed_motion_is_the_committed_chain(fixed_walk, monkeypatch):
-    """``track_predictive``: decisions every 0.25 s (8 frames at 30 fps) from frame 1; the
+    """``track_predictive``: decisions every 0.25 s (8 frames at 30 fps) from frame 2 (frame 0
+    places the body, frame 1 steps its world once); the
     result's simulated root one frame before each is the body's root when the search saved
     that decision; every frame of the clip is played, none falls; the hands reach for their
     targets (the report's ``hands``)."""
@@ -390,7 +414,7 @@ def test_a_fixed_motion_is_the_committed_chain(fixed_walk, monkeypatch):
     res, plan = P.track_predictive(motion, settings=SETTINGS,
                                    predict=P.PredictSettings(random_sets=1), hand_targets=hands)
     assert plan.complete and plan.frames == plan.played == 38
-    assert [f for f, _ in plan.switches] == list(range(1, 38, 8))
+    assert [f for f, _ in plan.switches] == list(range(2, 38, 8))
     assert plan.report()["simulated_per_played"] > 1
     roots = res.motion.root_pos
     for frame, _ in plan.switches:
@@ -416,7 +440,7 @@ def test_a_fixed_motion_resumes_exactly(fixed_walk, tmp_path):
                                   progress=progress, checkpoint=checkpoint, hand_targets=hands)
 
     whole, plan, again, plan2, ck = _stopped_and_resumed(run, tmp_path / "ck", 17)
-    assert ck.resumed == ["predictive"] and plan2.resumed_at == 9
+    assert ck.resumed == ["predictive"] and plan2.resumed_at == 10
     for name in ("root_pos", "lrot"):
         assert np.array_equal(getattr(again.motion, name), getattr(whole.motion, name))
     assert plan2.switches == plan.switches

@@ -237,6 +237,9 @@ class LivePlayback(Closing):
             straight walk 3 s in, down at 1.22 s at rest, up 20 s moving).
     """
 
+    # frames ``step`` plays before the world is first stepped (the first places and steps)
+    unstepped_frames = 0
+
     def __init__(self, controller, body: BodyTemplate | None = None, mode: str = "assist",
                  settings: TrackingSettings = TrackingSettings(), ground_s: float = 0.05,
                  follow: float | None = None, speed_margin: float | None = None,

@@ -39,7 +39,9 @@ Limits, all in the report:
 
 A fixed motion (a clip, a three-point avatar's motion with its hand targets) is searched the
 same way (``track_predictive``): the player is a ``track.MotionPlayback`` instead of the live
-loop, and the look-ahead plays the motion's own next frames.
+loop, and the look-ahead plays the motion's own next frames. Its first decision is at frame 2,
+not 1: its frame 0 only places the body, and a world placed but never stepped does not play the
+same twice from a restored state, so the candidates' order would change their look-aheads.
 
 **Workers.** With ``PredictSettings.workers`` > 1 the candidates of a decision are played by
 forks of this process, each from the decision's state as the checkpoint stores it (below): the
@@ -520,11 +522,7 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
             names.append(f"random_{i}_{tag + r}")
             sets[names[-1]] = _random_set(rng, base)
         scored, ahead = [], min(n_ahead, n - i)
-        # the first decision here too: a fixed motion's body is only placed there, never
-        # stepped, and such a world does not play the same twice from a restored state (a
-        # candidate played again after another: up to 1.8 cm apart in 15 frames; from the
-        # second frame on, bit for bit), so workers, playing other orders, would disagree
-        if pool is None or i < 2:
+        if pool is None:
             for k, name in enumerate(names):
                 _restore(live, s0)
                 live.tracker.set_balance_gains(*sets[name])
@@ -557,11 +555,14 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
         live.tracker.set_balance_gains(*sets[name])
         node[4] = name
 
-    # the first frame places the body (``LivePlayback.step``), with the run's own gains: a
-    # world restored to before that placement is not the fresh one (measured: 3 mm apart
-    # in 0.25 s), a placed one is restored exactly
-    play(0, 1, stop_on_fall=False)
-    i, complete, done, resumed = 1, True, [], None
+    # the first frames place the body and step its world once, with the run's own gains: a
+    # world restored to before the placement is not the fresh one (measured: 3 mm apart in
+    # 0.25 s), and a placed world never stepped does not play the same twice from a restored
+    # state (a candidate played again after another: up to 1.8 cm apart in 15 frames); a
+    # stepped one is restored exactly, whatever was played from it before
+    first = 1 + live.unstepped_frames
+    play(0, first, stop_on_fall=False)
+    i, complete, done, resumed = first, True, [], None
     saved = None if checkpoint is None else _load_search(checkpoint, live)
     if saved is not None:
         # the loop's variables as they were at the stored decision (``play`` and

@@ -1085,6 +1085,9 @@ class MotionPlayback(Closing):
         hand_targets: ``(F, 2, 3)`` m or None, as ``track``'s.
     """
 
+    # frames ``step`` plays before the world is first stepped (frame 0 only places the body)
+    unstepped_frames = 1
+
     def __init__(self, ref: Motion, body: BodyTemplate, mode: str, settings: TrackingSettings,
                  environment: Environment | None = None, hand_targets: np.ndarray | None = None):
         self.ref, self.body, self.hand_targets = ref, body, hand_targets
