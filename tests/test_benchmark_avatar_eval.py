@@ -45,6 +45,21 @@ def test_bad_set_on_the_command_line_is_one_line(arg, match):
 
 
 @pytest.mark.parametrize("args, match", [
+    (["--predict-workers", "2"], "--predict-workers needs --predict"),
+    (["--mode", "physical", "--balance", "stepping", "--predict", "--predict-workers", "0"],
+     "--predict-workers: at least 1"),
+])
+def test_bad_predict_workers_is_one_line(args, match):
+    """Workers without the search, or fewer than one: exit 2 and one line, before any data is
+    read."""
+    r = subprocess.run([sys.executable, str(BENCH / "avatar_eval.py"), "--physics", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert match in r.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, match", [
     (["--start", "-1"], "argument --start: '-1': expected seconds >= 0"),
     (["--start", "nan"], "argument --start: 'nan': expected seconds >= 0"),
     (["--start", "1e9"], "--start 1e+09: held-out clip dataset-2_run_normal_001 lasts only"),
