@@ -462,6 +462,48 @@ def test_a_planted_reference_foot_that_rises_a_little_stays_planted(body):
     assert planted(0.035, 0.03, before=0.03) == 0      # neither was planted
 
 
+@pytest.mark.parametrize("name", ["fast_speed", "fast_plant_speed", "fast_filter_s"])
+@pytest.mark.parametrize("value", [-0.1, float("inf"), float("nan"), "fast", True])
+def test_fast_plant_rule_values_must_be_numbers(name, value):
+    with pytest.raises(SettingsError, match=name):
+        BalanceSettings(drive="motors", **{name: value})
+
+
+def test_a_fast_reference_plants_its_faster_feet(body):
+    """``fast_speed``: a standing pose carried along the floor at 1.4 m/s (its feet low,
+    faster than ``plant_speed`` 1.0) has no foot planted at first; once its speed, filtered
+    over ``fast_filter_s`` (here 1 s), passes ``fast_speed`` (here 1.35; about 3.3 s), the
+    feet slower than ``fast_plant_speed`` (1.44) are planted. At 1.3 m/s, or with the rule
+    off, never. (A rigid pose's feet move at its speed: ``STEPPING``'s own 1.45 m/s would
+    leave them faster than 1.44.)"""
+    import dataclasses
+
+    from physmocap.playback.balance import STEPPING
+    J = len(body)
+    lrot = quat.identity((J,))
+    stand = np.array(body.skeleton.offsets[0], float)
+
+    def planted(speed, fast_speed=1.35, seconds=5.0):
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
+            STEPPING, fast_speed=fast_speed, fast_filter_s=1.0))
+        on = []
+        with Tracker(body, "physical", s) as tr:
+            bc = tr.balance
+            for k in range(int(seconds * 60) + 1):
+                bc.set_reference(stand + [speed * k / 60, 0.0, 0.0], lrot[0], lrot,
+                                 np.zeros(3), np.zeros((J, 3)), 1 / 60 if k else 0.0)
+                on.append(int(bc.ref["on"].sum()))
+        return np.array(on[1:])
+
+    assert (STEPPING.fast_speed, STEPPING.fast_plant_speed, STEPPING.fast_filter_s) == (
+        1.45, 1.44, 0.5)
+    fast = planted(1.4)
+    first = int(np.argmax(fast > 0))
+    assert fast[:first].sum() == 0 and np.all(fast[first:] == 2)
+    assert 3.0 < first / 60 < 3.6
+    assert planted(1.3).sum() == 0 and planted(1.4, fast_speed=0.0).sum() == 0
+
+
 @pytest.mark.parametrize("band", [None, 0.0, "stepping"])
 def test_a_stance_foot_keeps_its_own_heading(body, band):
     """``stance_yaw``: a body standing at heading 0 under a reference turned 30 degrees about

@@ -48,7 +48,8 @@ height, the centre of mass toward the reference's place over the stance sole, th
 roll (the references' planted soles lean up to 8-9° onto an edge) and at their own heading
 (``stance_yaw``: asked to the reference's, a planted foot turned the body the other way
 instead); a reference foot is planted
-only when low and slow (``plant_speed``), and a planted one stays so while it rises a little,
+only when low and slow (``plant_speed``; less slow while the reference walks fast,
+``fast_speed``), and a planted one stays so while it rises a little,
 slow, with neither foot planted by that rule (``contact_fallback``: a turning reference's
 stance foot slides and lifts); the stance IK moves the centre of mass with the
 reference's velocity as well as its place (``ik_kp`` 1, ``ik_kd`` 0.1: with the weaker 0.3 and
@@ -176,6 +177,18 @@ class BalanceSettings:
         plant_speed: m/s; > 0: a reference foot is on the floor only while its ankle also
             moves slower than this (low and slow: the demo walk's swing toe brushes the floor
             at speed 0.07 s before its heel strikes, and ended the swing there).
+        fast_speed, fast_plant_speed, fast_filter_s: m/s, m/s, s; ``fast_speed`` > 0: while the
+            reference's centre of mass moves faster than ``fast_speed`` (horizontally, its speed
+            filtered with time constant ``fast_filter_s``), ``fast_plant_speed`` replaces
+            ``plant_speed``. The straight joystick walk at 1.5 m/s (the live database walks at
+            1.06-1.12) fell at 3.2-3.4 s in 6 headings of 6; with ``plant_speed`` 1.44 (a value
+            the gain search found, ``predictive.SEARCHED_SETS``) it is up 20 s in 6 of 6, but
+            the walks from standing fall with it at 1.5-2.4 s (the shipped straight walk and
+            stop and go, 0 of 6). ``STEPPING``'s 1.45 m/s filtered over 0.5 s never switches on
+            the shipped walking inputs, nor on straight walks at up to 1.3 m/s, which stay as
+            they were, bit for bit; filtered over 1 s, 1.40-1.45 m/s switched too late for the
+            1.5 m/s walk and 1.35 m/s switched on half circles at 1.3 m/s too, and most of those
+            fell (``benchmarks/RESULTS.md``, "Live coupling, fully physical").
         swing_ik: the swing leg by two-bone IK on the simulated pelvis (``_swing_ik``): the
             ankle at the reference's height above the floor, horizontally at the reference's
             place relative to its centre of mass moved with the simulated one, plus the
@@ -319,6 +332,9 @@ class BalanceSettings:
     down: float = 0.6
     swing_ik: bool = False
     plant_speed: float = 0.0
+    fast_speed: float = 0.0
+    fast_plant_speed: float = 0.0
+    fast_filter_s: float = 1.0
     leg_ik: bool = False
     clearance: float = 0.0
     touchdown: bool = False
@@ -372,7 +388,10 @@ class BalanceSettings:
 # fields checked by ``errors.bad_number`` (a finite number >= 0, not a bool): what each must be
 _CHECKED = (("recover_ref_speed", "a speed in m/s >= 0 (0: no gate)"),
             ("contact_fallback", "a height in m >= 0 (0: off)"),
-            ("swing_wait", "a number of seconds >= 0 (0: off)"))
+            ("swing_wait", "a number of seconds >= 0 (0: off)"),
+            ("fast_speed", "a speed in m/s >= 0 (0: off)"),
+            ("fast_plant_speed", "a speed in m/s >= 0"),
+            ("fast_filter_s", "a number of seconds >= 0"))
 
 
 DRIVES = ("torque", "motors")
@@ -396,7 +415,8 @@ STEPPING = BalanceSettings(drive="motors", motor_kp=0.25, plant_speed=1.0,
                            land_depth=0.01, plan_s=1.0 / 120.0,
                            recover_ref_speed=0.3, swing_wait=0.1, contact_fallback=0.035,
                            stance_yaw=np.radians(15.0), swing_keep=True,
-                           land_air=True)
+                           land_air=True, fast_speed=1.45, fast_plant_speed=1.44,
+                           fast_filter_s=0.5)
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -487,6 +507,7 @@ class BalanceController:
         self.ref = None
         self._k = 0
         self._ref_com = None
+        self._ref_speed = 0.0        # m/s, the reference's horizontal speed, filtered
 
     # --- reference ------------------------------------------------------------------------
 
@@ -508,15 +529,22 @@ class BalanceController:
         sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
         low = np.array([sz[self.foot_of_sole == s].min() for s in (0, 1)])
         on = low < self.s.contact_height
-        if self.s.plant_speed > 0 and self.ref is not None and dt > 0:
+        plant = self.s.plant_speed
+        if self.s.fast_speed > 0 and dt > 0:
+            # a fast walk's planted feet: see ``BalanceSettings.fast_speed``
+            a = 1.0 - np.exp(-dt / self.s.fast_filter_s) if self.s.fast_filter_s > 0 else 1.0
+            self._ref_speed += a * (float(np.hypot(vcom[0], vcom[1])) - self._ref_speed)
+            if self._ref_speed > self.s.fast_speed:
+                plant = self.s.fast_plant_speed
+        if plant > 0 and self.ref is not None and dt > 0:
             # a foot is planted when low and slow: the demo walk's swing toe brushes the floor
             # at speed 0.07 s before its heel strikes
             sp = np.linalg.norm((x - self.ref["x"])[[c[2] for c in self.chains], :2], axis=-1) / dt
-            on &= sp < self.s.plant_speed
+            on &= sp < plant
             if self.s.contact_fallback > 0 and not on.any():
                 # a walking reference is never in the air: a foot planted the frame before
                 # that is still slow and low carries it (not a landing foot yet in the air)
-                slow = (sp < self.s.plant_speed) & (low < self.s.contact_fallback) \
+                slow = (sp < plant) & (low < self.s.contact_fallback) \
                     & self.ref["on"]
                 if slow.any():
                     on[int(np.argmin(np.where(slow, low, np.inf)))] = True
