@@ -445,21 +445,27 @@ def _pool(live, workers: int):
         _WORKER_PLAYER = None
 
 
+def _try(live, s0, gains, jm, ahead: int, head: int, head_m: float) -> tuple:
+    """One candidate: ``live`` restored to the snapshot ``s0``, given the gain set ``(gains,
+    joint_max_torque)`` and played up to ``ahead`` frames: ``(frames to the head's going down
+    or None, the roots' horizontal distance at the last frame played m, frames simulated)``."""
+    _restore(live, s0)
+    live.tracker.set_balance_gains(gains, jm)
+    fall, frames, ((rr, _), (sr, _), _) = _ahead(live, ahead, head, head_m)
+    return fall, float(np.hypot(*(rr[:2] - sr[:2]))), frames
+
+
 def _lookahead(task) -> list:
-    """In a worker: each candidate ``(k, name, gains, joint_max_torque)`` of ``task`` played
-    up to ``ahead`` frames from the decision's state (``_dump_state``'s bytes), as the search's
-    ``candidates`` plays it: ``[(k, name, frames to the head's going down or None, root lag
-    m, frames simulated)]``."""
+    """In a worker: each candidate ``(k, name, gains, joint_max_torque)`` of ``task`` tried
+    (``_try``) from the decision's state (``_dump_state``'s bytes): ``[(k, name, frames to the
+    head's going down or None, root lag m, frames simulated)]``."""
     world, state, cands, ahead, head, head_m = task
-    live, out = _WORKER_PLAYER, []
+    live = _WORKER_PLAYER
     # loaded once, then restored from memory for each candidate, as a resumed search does
     _load_state(live, world, state)
     s0 = _snapshot(live)
-    for k, name, gains, jm in cands:
-        _restore(live, s0)
-        live.tracker.set_balance_gains(gains, jm)
-        fall, frames, ((rr, _), (sr, _), _) = _ahead(live, ahead, head, head_m)
-        out.append((k, name, fall, float(np.hypot(*(rr[:2] - sr[:2]))), frames))
+    out = [(k, name, *_try(live, s0, gains, jm, ahead, head, head_m))
+           for k, name, gains, jm in cands]
     _release(live, s0)
     return out
 
@@ -504,9 +510,8 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
     stack = []
 
     def play(start: int, frames: int, stop_on_fall: bool = True) -> int | None:
-        """Simulate and record frames ``start ..``: the frames to the head's going down
-        (``stop_on_fall``: stopped there), or None. A look-ahead's frames are recorded
-        too; the committed steps write over them."""
+        """Simulate and record frames ``start ..`` (the committed steps): the frames to the
+        head's going down (``stop_on_fall``: stopped there), or None."""
         fall, done, _ = _ahead(live, frames, head if stop_on_fall else None, predict.head_m,
                                lambda f, out: rec.put(start + f, out))
         count["simulated"] += done
@@ -521,32 +526,26 @@ def _search_in(live, rec, n: int, body: BodyTemplate, settings: TrackingSettings
         for r in range(predict.random_sets):
             names.append(f"random_{i}_{tag + r}")
             sets[names[-1]] = _random_set(rng, base)
-        scored, ahead = [], min(n_ahead, n - i)
+        ahead = min(n_ahead, n - i)
+        # tried here, or by the workers, each their share from the decision's state (a
+        # look-ahead's frames are not recorded: the committed steps write every frame the run
+        # keeps)
         if pool is None:
-            for k, name in enumerate(names):
-                _restore(live, s0)
-                live.tracker.set_balance_gains(*sets[name])
-                fall = play(i, ahead)
-                last = i + (ahead if fall is None else fall) - 1
-                lag = float(np.hypot(*(rec.ref_root[last, :2] - rec.sim_root[last, :2])))
-                scored.append((fall, lag, k, name))
+            tried = [(k, name, *_try(live, s0, *sets[name], ahead, head, predict.head_m))
+                     for k, name in enumerate(names)]
         else:
-            # the workers each play their share from the decision's state (their frames are
-            # not recorded here: the committed steps write every frame the run keeps)
             _restore(live, s0)
             world, state = _dump_state(live)
             w = predict.workers
             tasks = [(world, state, [(k, name, *sets[name]) for k, name in enumerate(names)
                                      if k % w == j], ahead, head, predict.head_m)
                      for j in range(min(w, len(names)))]
-            for part in _mapped(pool, tasks):
-                for k, name, fall, lag, frames in part:
-                    count["simulated"] += frames
-                    scored.append((fall, lag, k, name))
+            tried = [c for part in _mapped(pool, tasks) for c in part]
+        count["simulated"] += sum(frames for *_, frames in tried)
         # a later fall first, then the body nearer its reference (a body that steps in place
         # stays up too); ties: the earlier candidate
         scored = sorted(((np.inf if fall is None else fall, -lag, -k, name)
-                         for fall, lag, k, name in scored), reverse=True)
+                         for k, name, fall, lag, _ in tried), reverse=True)
         step = min(n_every, n - i)
         return [c[3] for c in scored if c[0] > step][:predict.branch], scored[0][3]
 
