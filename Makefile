@@ -8,7 +8,7 @@ demo: venv
 	.venv/bin/physmocap demo
 
 test: venv
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n auto
 
 bench: venv
 	.venv/bin/python benchmarks/bvh_read.py
