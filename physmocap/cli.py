@@ -12,6 +12,7 @@ import re
 import shutil
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -555,9 +556,10 @@ def cmd_play(args) -> int:
         from .playback.predictive import track_predictive
         predict, checkpoint = _predict_checkpoint(args, inputs, (args.loop, args.unit),
                                                         settings)
-        result, plan = track_predictive(motion, settings=settings, predict=predict,
-                                        environment=env, progress=Progress(not args.quiet),
-                                        checkpoint=checkpoint)
+        with _dropped_if_unused(checkpoint):
+            result, plan = track_predictive(motion, settings=settings, predict=predict,
+                                            environment=env, progress=Progress(not args.quiet),
+                                            checkpoint=checkpoint)
         _print_resumed(args, plan, 1.0 / motion.fps)
     else:
         result = track_any(motion, mode=args.mode, settings=settings,
@@ -748,9 +750,10 @@ def _play_live(args) -> int:
     if args.predict:
         from .playback.predictive import run_predictive
         predict, checkpoint = _predict_checkpoint(args, inputs, duration, settings)
-        live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
-                                    environment=env, progress=Progress(not args.quiet),
-                                    checkpoint=checkpoint)
+        with _dropped_if_unused(checkpoint):
+            live, plan = run_predictive(ctrl, duration, settings=settings, predict=predict,
+                                        environment=env, progress=Progress(not args.quiet),
+                                        checkpoint=checkpoint)
         _print_resumed(args, plan, ctrl.dt)
     else:
         live = run_live(ctrl, duration, mode=args.mode, settings=settings,
@@ -806,6 +809,17 @@ def _predict_checkpoint(args, files: list, what, settings) -> tuple:
     # the workers change how soon, not what: a stopped search resumes with any number
     return predict, Checkpoint(partial_folder(args.output),
                                _predict_key(files, what, settings, replace(predict, workers=1)))
+
+
+@contextmanager
+def _dropped_if_unused(checkpoint):
+    """A ``--predict`` job that fails or is stopped before its first decision is stored
+    leaves no ``.OUT.partial`` behind (``Checkpoint.drop_if_unused``)."""
+    try:
+        yield
+    except BaseException:
+        checkpoint.drop_if_unused()
+        raise
 
 
 def _print_resumed(args, plan, dt: float) -> None:
@@ -913,9 +927,11 @@ def cmd_avatar(args) -> int:
             from .playback.predictive import track_predictive
             predict, checkpoint = _predict_checkpoint(
                 args, [args.inputs[0], args.tracking], (args.unit, args.head_weight), settings)
-            physics, plan = track_predictive(on_body, body, settings=settings, predict=predict,
-                                             progress=Progress(not args.quiet),
-                                             checkpoint=checkpoint, hand_targets=hands)
+            with _dropped_if_unused(checkpoint):
+                physics, plan = track_predictive(on_body, body, settings=settings,
+                                                 predict=predict,
+                                                 progress=Progress(not args.quiet),
+                                                 checkpoint=checkpoint, hand_targets=hands)
             _print_resumed(args, plan, 1.0 / motion.fps)
         else:
             physics = track_any(on_body, body, mode=args.mode, settings=settings,

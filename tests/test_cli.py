@@ -152,6 +152,38 @@ def test_the_wrong_kind_of_input_is_one_line(args, match, data_dir, tmp_path, ca
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]       # nothing written
 
 
+@pytest.mark.parametrize("frames", [0, 1])
+@pytest.mark.parametrize("args, match", [
+    (["play", "{bvh}", "-o", "{tmp}/o.bvh"],
+     "the reference has {n} frame(s); playback needs at least 2"),
+    (["play", "{bvh}", "-o", "{tmp}/o.bvh", "--mode", "physical", "--balance", "stepping",
+      "--predict"], "the reference has {n} frame(s); playback needs at least 2"),
+    (["mm", "build", "{bvh}", "-o", "{tmp}/db.npz"],
+     "clip 'short' has {n} frame(s) at 60 fps; at least 2 are needed"),
+    (["avatar", "extract", "{bvh}", "-o", "{tmp}/t.csv"],
+     "the clip has {n} frame(s); a tracking recording needs at least 2"),
+])
+def test_a_clip_too_short_is_one_line(args, match, frames, data_dir, tmp_path, capsys):
+    """A real clip cut to 0 or 1 frames (a valid BVH: ``inspect`` and ``convert`` take it):
+    playing it, building a database or extracting a tracking recording from it is one line
+    naming the file, not a traceback (0 frames raised a ValueError reading the file, before;
+    without that, an IndexError in play), and writes nothing."""
+    from conftest import WALK_001
+    text = (data_dir / WALK_001).read_text()
+    head, motion = text.split("MOTION", 1)
+    rows = motion.strip().splitlines()[2:2 + frames]
+    bvh = tmp_path / "short.bvh"
+    bvh.write_text(head + f"MOTION\nFrames: {frames}\nFrame Time: 0.0166667\n"
+                   + "".join(r + "\n" for r in rows))
+    argv = [a.format(bvh=bvh, tmp=tmp_path) for a in args]
+    code, out, err = run(argv, capsys)
+    errors = [x for x in err.splitlines() if "error" in x or "Traceback" in x]
+    assert code == 1 and errors == [f"physmocap: error: {bvh}: " + match.format(n=frames)], \
+        (argv, err)
+    # nothing written, not even the search's .o.bvh.partial (it was left behind before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["short.bvh"]
+
+
 def test_avatar_takes_one_database(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run(["avatar", "a.npz", "b.npz", "--tracking", "t.csv", "-o", str(tmp_path / "o.bvh")],

@@ -172,6 +172,10 @@ def test_position_channels_replace_offset():
     moving = text.replace("0 90 0 0 0 0 0 10 0", "0 90 0 0 0 0 0 12 0")
     with pytest.raises(FileFormatError, match="changes its translation"):
         loads_bvh(moving, unit="cm")
+    # no frames: a joint's translation channels leave it its header offset (an IndexError on
+    # the empty frames before, and every command that read such a file failed with it)
+    empty = loads_bvh(_hier(text) + "MOTION\nFrames: 0\nFrame Time: 0.0333333\n", unit="cm")
+    assert empty.n_frames == 0 and np.allclose(empty.skeleton.offsets[1], [0, 0.1, 0])
 
 
 def _hier(text: str) -> str:

@@ -84,6 +84,22 @@ def test_damaged_stage_is_solved_again(tmp_path):
         Checkpoint(tmp_path / "file", "k")
 
 
+def test_a_job_that_stored_nothing_leaves_no_folder(tmp_path):
+    """``drop_if_unused``: a folder this job made and stored nothing in goes; one with a
+    stage, or one a stopped job of the same key left (to resume from), stays."""
+    Checkpoint(tmp_path / "ck", "k1").drop_if_unused()
+    assert not (tmp_path / "ck").exists()
+    ck = Checkpoint(tmp_path / "ck", "k1")
+    ck.save("a", x=np.arange(3))
+    ck.drop_if_unused()
+    assert sorted(p.name for p in (tmp_path / "ck").iterdir()) == ["a.npz", "key.txt"]
+    (tmp_path / "ck" / "a.npz").unlink()
+    Checkpoint(tmp_path / "ck", "k1").drop_if_unused()     # not made by this job: kept
+    assert (tmp_path / "ck" / "key.txt").exists()
+    Checkpoint(tmp_path / "ck", "k2").drop_if_unused()     # another job's, cleared: made anew
+    assert not (tmp_path / "ck").exists()
+
+
 def test_job_key_follows_content_not_identity():
     a = np.arange(12.0).reshape(3, 4)
     assert job_key(a, 1, "x") == job_key(a.copy(), 1, "x")

@@ -139,6 +139,9 @@ def extract_track(motion: Motion) -> ThreePointTrack:
     """Head and wrists of ``motion`` as a tracking recording (times from 0 at the motion's
     rate), e.g. to use a held-out clip as ground truth."""
     joints = find_tracked_joints(motion.skeleton)
+    if motion.n_frames < 2:
+        raise ShapeError(f"the clip has {motion.n_frames} frame(s); a tracking recording needs "
+                         f"at least 2", motion.meta.get("path"))
     R = rest_frame(motion.skeleton, joints)
     idx = list(joints)
     return ThreePointTrack(np.arange(motion.n_frames) / motion.fps, motion.gpos[:, idx],

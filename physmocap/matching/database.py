@@ -658,6 +658,13 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     else:
         clip_tags = {n: tags_from_name(n) for n in names}
 
+    for m, name in zip(motions, names):
+        # before anything reads a frame: a clip without frames has no hips to face
+        n = _resampled_length(m, fps)
+        if n < 2:
+            raise ShapeError(f"clip {name!r} has {n} frame(s) at {fps:g} fps; at least 2 are "
+                             f"needed", m.meta.get("path"))
+
     # contact joints and legs (for the hips' forward axis)
     left = find_joint(sk.names, (contact_joints[0],) + TOE_NAMES["left"], "left contact joint")
     right = find_joint(sk.names, (contact_joints[1],) + TOE_NAMES["right"], "right contact joint")
@@ -684,10 +691,6 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     # million-frame build then holds the database plus one clip's temporaries, not the clip
     # pieces and their concatenation side by side.
     sizes = [_resampled_length(m, fps) for m, _, _ in jobs]
-    for (m, name, _), n in zip(jobs, sizes):
-        if n < 2:
-            raise ShapeError(f"clip {name!r} has {n} frame(s) at {fps:g} fps; at least 2 are "
-                             f"needed")
     N = int(sum(sizes))
     out = {"lpos": np.empty((N, J1, 3)), "lrot": np.empty((N, J1, 4)),
            "lvel": np.empty((N, J1, 3)), "lang": np.empty((N, J1, 3)),

@@ -997,8 +997,7 @@ def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
     ref = motion
     # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
     require_counts("track", loops=loops)
-    if ref.n_frames < 2:
-        raise ShapeError("track: the reference needs at least 2 frames")
+    _two_frames(ref)
     if hand_targets is not None:
         hand_targets = np.asarray(hand_targets, float)
         if hand_targets.shape != (ref.n_frames, 2, 3):
@@ -1157,9 +1156,18 @@ def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "ass
                  environment=environment, hand_targets=hand_targets)
 
 
+def _two_frames(motion: Motion) -> None:
+    """Refuse a reference of fewer than 2 frames (no velocity to follow)."""
+    if motion.n_frames < 2:
+        raise ShapeError(f"the reference has {motion.n_frames} frame(s); playback needs at least "
+                         f"2", motion.meta.get("path"))
+
+
 def on_body(motion: Motion, body: BodyTemplate) -> Motion:
     """``motion`` on ``body``'s joints: ``matching.retarget.retarget`` onto ``body.skeleton``
-    unless it already has them (then as it is, its own limb lengths: ``track``)."""
+    unless it already has them (then as it is, its own limb lengths: ``track``). Refuses a
+    motion of fewer than 2 frames, before retargeting reads its first."""
+    _two_frames(motion)
     if motion.skeleton.names == body.skeleton.names:
         return motion
     from ..matching.retarget import retarget     # matching is pure numpy; no cycle

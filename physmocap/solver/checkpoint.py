@@ -66,12 +66,14 @@ class Checkpoint:
         self.key = key
         self.resumed: list[str] = []
         stamp = self.folder / "key.txt"
+        self._made = not self.folder.exists()
         try:
             if self.folder.exists() and not self.folder.is_dir():
                 raise PhysmocapError("checkpoint path exists and is not a folder; remove it or "
                                      "choose another", self.folder)
             if stamp.exists() and stamp.read_text().strip() != key:
                 shutil.rmtree(self.folder)          # another job's stages: never mix them in
+                self._made = True
             self.folder.mkdir(parents=True, exist_ok=True)
             if not stamp.exists():
                 with atomic_path(stamp) as tmp:
@@ -97,6 +99,15 @@ class Checkpoint:
         """Store ``arrays`` as ``name`` (atomically: a stage is there whole or not at all)."""
         with atomic_path(self.folder / f"{name}.npz", suffix=".tmp.npz") as tmp:
             np.savez(tmp, **arrays)
+
+    def drop_if_unused(self) -> None:
+        """Delete the folder if this job made it and stored nothing in it: a job refused or
+        stopped before its first stage leaves no trace."""
+        try:
+            if self._made and all(p.name == "key.txt" for p in self.folder.iterdir()):
+                shutil.rmtree(self.folder, ignore_errors=True)
+        except OSError:
+            pass                                    # gone already, or unreadable: leave it
 
     def remove(self) -> None:
         """Delete the folder (the solve is complete and written)."""
