@@ -1272,6 +1272,10 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"physmocap: error: {where}{exc.strerror or _one_line(exc)}", file=sys.stderr)
         return 1
+    except MemoryError as exc:  # numpy says how much it asked for: a --duration of 1e9 s
+        print(f"physmocap: error: not enough memory ({_one_line(exc) or 'MemoryError'}); ask "
+              "for less (a shorter --duration, a smaller input)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
         return 130

@@ -231,6 +231,22 @@ def test_multi_line_errors_are_joined(monkeypatch, capsys):
     assert code == 1 and err == "physmocap: error: f.c3d: first line second line\n"
 
 
+def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
+    """``play DB.npz --input NAME --duration 1e9`` asked numpy for 1.31 TiB: a traceback
+    before."""
+    import physmocap.cli as cli
+
+    def greedy(args):
+        raise MemoryError("Unable to allocate 1.31 TiB for an array with shape (60000000000, 3) "
+                          "and data type float64")
+    monkeypatch.setattr(cli, "cmd_inspect", greedy)
+    code, out, err = run(["inspect", "f.c3d"], capsys)
+    assert code == 1 and err == ("physmocap: error: not enough memory (Unable to allocate 1.31 "
+                                 "TiB for an array with shape (60000000000, 3) and data type "
+                                 "float64); ask for less (a shorter --duration, a smaller "
+                                 "input)\n")
+
+
 def test_convert_round_trip(data_dir, tmp_path, capsys):
     out = tmp_path / "o.bvh"
     code, _, _ = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh"),
