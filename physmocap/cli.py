@@ -518,8 +518,8 @@ def cmd_mm_run(args) -> int:
     if not args.quiet:
         print(f"{scene_path}: {motion.n_frames} frames ({duration:g} s), {rep['transitions']} "
               f"transitions, {rep['update_ms']:.2f} ms per frame (search {rep['search_us']} us)")
-        print(f"  root to intended path {rep['trajectory_error_m']:.3f} m mean after 1 s "
-              f"(max {rep['trajectory_error_max_m']:.3f}); facing error "
+        print(f"  root to intended path {_maybe(rep['trajectory_error_m'], '.3f')} m mean after "
+              f"1 s (max {_maybe(rep['trajectory_error_max_m'], '.3f')}); facing error "
               f"{rep['facing_error_deg']:.1f} deg outside sharp turns")
         print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame (database clips "
               f"{rep['foot_skate_mm_database']:.2f}); jitter {rep['jitter']:.1f} m/s^3 "

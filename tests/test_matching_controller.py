@@ -177,6 +177,15 @@ def test_cli_input_by_shipped_name_and_unknown_name(small_db, tmp_path, capsys):
     assert main(["mm", "run", str(tmp_path / "db.npz"), "--input", "sharp_turns", "-o",
                  str(tmp_path / "o.bvh"), "--duration", "2", "-q"]) == 0
     capsys.readouterr()
+    # a run of 1 s or less ends before its path is measured (after 1 s): the figure is n/a,
+    # not a traceback (an empty max, before)
+    assert main(["mm", "run", str(tmp_path / "db.npz"), "--input", "sharp_turns", "-o",
+                 str(tmp_path / "short.bvh"), "--duration", "0.5", "--report",
+                 str(tmp_path / "short.json")]) == 0
+    rep = json.loads((tmp_path / "short.json").read_text())
+    assert rep["frames"] == 30 and rep["trajectory_error_m"] is None \
+        and rep["trajectory_error_max_m"] is None and rep["facing_error_deg"] >= 0
+    assert "root to intended path n/a m mean after 1 s (max n/a)" in capsys.readouterr().out
     assert main(["mm", "run", str(tmp_path / "db.npz"), "--input", "nowhere", "-o",
                  str(tmp_path / "o.bvh")]) == 1
     err = capsys.readouterr().err.strip().splitlines()

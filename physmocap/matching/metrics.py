@@ -120,8 +120,9 @@ def run_report(db, motion: Motion, record, source) -> dict:
     search = np.array(record.search_seconds)
     return {
         "frames": motion.n_frames, "fps": motion.fps,
-        "trajectory_error_m": round(float(dist.mean()), 4),
-        "trajectory_error_max_m": round(float(dist.max()), 4),
+        # None: a run of 1 s or less ends before the path is measured
+        "trajectory_error_m": round(float(dist.mean()), 4) if dist.size else None,
+        "trajectory_error_max_m": round(float(dist.max()), 4) if dist.size else None,
         "intended_path": kind,
         "facing_error_deg": round(face, 2), "facing_frames_outside_turns": round(frac, 3),
         "foot_skate_mm": round(foot_skate_mm(motion, feet, contacts), 3),
