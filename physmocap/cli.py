@@ -64,6 +64,18 @@ def load_any(path: Path, unit: str | None = None, up: str | None = None):
                          f"and DeepMimic .txt clips", path)
 
 
+def refuse_misnamed(**outputs) -> None:
+    """Outputs carry their format's suffix (``option=(path, ".bvh")``, ``output``: the command's
+    output): physmocap reads files back by their suffix, and a BVH written as ``x.c3d`` was
+    read later as a broken C3D. After ``refuse_overwrite``, whose message says more."""
+    kinds = {".bvh": "a BVH", ".json": "JSON", ".html": "an HTML page", ".c3d": "a C3D",
+             ".npz": "a database (.npz)", ".csv": "a tracking CSV"}
+    for option, (path, suffix) in outputs.items():
+        if path is not None and Path(path).suffix.lower() != suffix:
+            flag = "the output" if option == "output" else "--" + option.replace("_", "-")
+            raise PhysmocapError(f"{flag} is {kinds[suffix]}; name it {suffix}", path)
+
+
 def refuse_overwrite(inputs, outputs) -> None:
     """Inputs are never modified: an output path naming an input file is an error."""
     ins = [Path(p) for p in inputs if p is not None and Path(p).is_file()]
@@ -169,6 +181,7 @@ def cmd_convert(args) -> int:
         args.parser.error("give the output once: convert IN.bvh -o OUT.bvh")
     output = args.output or args.output_pos
     refuse_overwrite([args.input], [output])
+    refuse_misnamed(output=(output, ".bvh"))
     obj = load_any(Path(args.input), unit=args.in_unit, up=args.in_up)
     if not hasattr(obj, "skeleton"):
         raise PhysmocapError("convert writes skeletal motion; a C3D holds markers (the solver "
@@ -292,6 +305,8 @@ def cmd_solve(args) -> int:
                       *_scene_files(args.body, "bodies"),
                       *_scene_files(args.markerset, "markersets")],
                      [args.output, args.report, args.c3d_out, args.report_html])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),
+                    c3d_out=(args.c3d_out, ".c3d"), report_html=(args.report_html, ".html"))
     _need_plots(args)
     markers = _load_capture(args.capture, args.up)
     static = _load_capture(args.static, args.up) if args.static else None
@@ -355,6 +370,7 @@ def cmd_report(args) -> int:
         trace, rep = trace_from_files(r, bvh=args.bvh, c3d=args.c3d)
         # nor the BVH and C3D the report names (read by now; the page must not replace them)
         refuse_overwrite(solve_files(r, rep, args.bvh, args.c3d), [out])
+        refuse_misnamed(output=(out, ".html"))
         write_solve_report(trace, rep, out)
         if not args.quiet:
             print(f"wrote {out} ({trace.n_frames} frames, {len(trace.labels)} markers)")
@@ -382,6 +398,7 @@ def cmd_view(args) -> int:
     from .report.viewer import write_viewer
 
     refuse_overwrite([args.motion, args.markers], [args.output])
+    refuse_misnamed(output=(args.output, ".html"))
     motion = _load_motion(args.motion, args.unit)
     markers = _load_markers(args.markers)
     write_viewer(motion, args.output, markers)
@@ -438,6 +455,7 @@ def cmd_mm_build(args) -> int:
     files = _bvh_files(args.clips)
     stand = None if args.stand is None else _stand_arg(args.stand)[0]
     refuse_overwrite(files + [stand], [args.output])
+    refuse_misnamed(output=(args.output, ".npz"))
     prog = Progress(not args.quiet)
     motions = []
     for i, f in enumerate(files):
@@ -498,6 +516,7 @@ def cmd_mm_run(args) -> int:
 
     refuse_overwrite([args.database, *_scene_files(args.input, "inputs")],
                      [args.output, args.report])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"))
     db, ctrl, scene_path, duration = _scene_controller(
         args.database, args.input, args.duration,
         ControllerSettings(search_every=args.search_every))
@@ -542,6 +561,8 @@ def cmd_play(args) -> int:
                              "motion plays as it is", args.motion)
     inputs = [args.motion, *_scene_files(args.scene, "environments")]
     refuse_overwrite(inputs, [args.output, args.report, args.report_html])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),
+                    report_html=(args.report_html, ".html"))
     _need_plots(args)
     motion = load_any(Path(args.motion), unit=args.unit)
     if not hasattr(motion, "skeleton"):
@@ -743,6 +764,8 @@ def _play_live(args) -> int:
     inputs = [args.motion, *_scene_files(args.input, "inputs"),
               *_scene_files(args.scene, "environments")]
     refuse_overwrite(inputs, [args.output, args.report, args.report_html])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),
+                    report_html=(args.report_html, ".html"))
     _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(args.motion, args.input, args.duration)
     env = load_environment(args.scene) if args.scene else None
@@ -867,6 +890,7 @@ def cmd_avatar(args) -> int:
         if len(args.inputs) != 2:
             args.parser.error("avatar extract takes one clip: avatar extract CLIP.bvh -o TRACK.csv")
         refuse_overwrite([args.inputs[1]], [args.output])
+        refuse_misnamed(output=(args.output, ".csv"))
         motion = load_any(Path(args.inputs[1]), unit=args.unit)
         if not hasattr(motion, "skeleton"):
             raise PhysmocapError("extract needs skeletal motion (a BVH or clip), not markers",
@@ -899,6 +923,8 @@ def cmd_avatar(args) -> int:
                           "--mode physical --balance stepping")
     refuse_overwrite([args.inputs[0], args.tracking, args.truth],
                      [args.output, args.report, args.report_html])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),
+                    report_html=(args.report_html, ".html"))
     _need_plots(args)
     track = read_tracking(args.tracking)
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None

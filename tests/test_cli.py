@@ -184,6 +184,39 @@ def test_a_clip_too_short_is_one_line(args, match, frames, data_dir, tmp_path, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["short.bvh"]
 
 
+@pytest.mark.parametrize("args, match", [
+    (["convert", "{bvh}", "{tmp}/o.c3d"], "o.c3d: the output is a BVH; name it .bvh"),
+    (["solve", "{c3d}", "-o", "{tmp}/o.c3d"], "o.c3d: the output is a BVH; name it .bvh"),
+    (["solve", "{c3d}", "-o", "{tmp}/o.bvh", "--report", "{tmp}/r.txt"],
+     "r.txt: --report is JSON; name it .json"),
+    (["solve", "{c3d}", "-o", "{tmp}/o.bvh", "--c3d-out", "{tmp}/c.bvh"],
+     "c.bvh: --c3d-out is a C3D; name it .c3d"),
+    (["solve", "{c3d}", "-o", "{tmp}/o.bvh", "--report-html", "{tmp}/r.htm"],
+     "r.htm: --report-html is an HTML page; name it .html"),
+    (["view", "{bvh}", "-o", "{tmp}/v.png"], "v.png: the output is an HTML page; name it .html"),
+    (["play", "{bvh}", "-o", "{tmp}/o.json"], "o.json: the output is a BVH; name it .bvh"),
+    (["mm", "build", "{bvh}", "-o", "{tmp}/db.bvh"],
+     "db.bvh: the output is a database (.npz); name it .npz"),
+    (["mm", "run", "db.npz", "--input", "figure_eight", "-o", "{tmp}/o.bvh", "--report",
+      "{tmp}/r.bvh"], "r.bvh: --report is JSON; name it .json"),
+    (["avatar", "extract", "{bvh}", "-o", "{tmp}/t.bvh"],
+     "t.bvh: the output is a tracking CSV; name it .csv"),
+    (["avatar", "db.npz", "--tracking", "t.csv", "-o", "{tmp}/a.csv"],
+     "a.csv: the output is a BVH; name it .bvh"),
+])
+def test_an_output_named_for_another_format_is_one_line(args, match, data_dir, tmp_path,
+                                                         capsys):
+    """physmocap reads a file by its suffix: a BVH written as o.c3d (as solve and convert did)
+    was a broken C3D to every later command. Refused before anything is read or written."""
+    names = {"c3d": data_dir / "c3d/cmu/02_01.c3d", "bvh": data_dir / "bvh/cmu/16_57.bvh",
+             "tmp": tmp_path}
+    argv = [a.format(**names) for a in args]
+    code, out, err = run(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code == 1 and lines == [f"physmocap: error: {tmp_path}/{match}"], (argv, err)
+    assert list(tmp_path.iterdir()) == []                                  # nothing written
+
+
 def test_avatar_takes_one_database(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run(["avatar", "a.npz", "b.npz", "--tracking", "t.csv", "-o", str(tmp_path / "o.bvh")],
