@@ -355,7 +355,9 @@ def bvh_to_motion(bvh: BvhFile, path="<bvh>", unit: str | None = None, up: str =
     # Fixed limb lengths: a non-root joint's translation may not change over time.
     for j in range(1, len(names)):
         if has_pos[j]:
-            if not _is_static(lpos[:, j], 1e-4 * max(1.0, float(np.abs(lpos[:, j]).max(initial=0.0)))):
+            # (``initial``: a file of no frames has no translation to compare)
+            size = float(np.abs(lpos[:, j]).max(initial=0.0))
+            if not _is_static(lpos[:, j], 1e-4 * max(1.0, size)):
                 raise FileFormatError(
                     f"joint {names[j]!r} changes its translation over time; physmocap keeps limb "
                     f"lengths fixed (only the root may translate)", path)
