@@ -930,10 +930,9 @@ def cmd_avatar(args) -> int:
     truth = read_bvh(args.truth, unit=args.unit) if args.truth else None
     db = load_database(args.inputs[0])
     if truth is not None:
-        # a truth sharing no joint with the avatar fails now, not after the run
-        from .matching.controller import output_skeleton
+        # a truth sharing no joint with the avatar, or too short, fails now, not after the run
         try:
-            av.truth_joints(output_skeleton(db), truth.skeleton)
+            av.check_truth(db, truth)
         except PhysmocapError as exc:
             raise PhysmocapError(exc.reason, args.truth) from None
     feats = av.avatar_features(db, args.head_weight)

@@ -515,6 +515,14 @@ def test_cli_end_to_end(tmp_path, data_dir, small_db, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "odd.bvh: avatar_report: no joint of the output matches" in err[0]
     assert not (tmp_path / "b.bvh").exists()              # refused before the run, no output
+    # a truth of one frame: one line, before the run too (after it, before)
+    write_bvh(read_bvh(clip)[:1], tmp_path / "one.bvh")
+    assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
+                 "-o", str(tmp_path / "b.bvh"), "--truth", str(tmp_path / "one.bvh")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"physmocap: error: {tmp_path / 'one.bvh'}: the truth has 1 frame(s) at the "
+                   "database's 60 fps; avatar_report needs at least 2"], err
+    assert not (tmp_path / "b.bvh").exists()
 
 
 def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir, small_db,

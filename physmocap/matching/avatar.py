@@ -68,7 +68,7 @@ from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
            "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar",
            "lower_body_joints", "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec",
-           "avatar_features", "truth_joints"]
+           "avatar_features", "truth_joints", "check_truth"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
 HEAD_NAMES = ("Head", "torso_head", "head_joint", "HeadTop")
@@ -850,6 +850,16 @@ def truth_joints(out: Skeleton, truth: Skeleton) -> tuple[list[int], list[int]]:
         raise UnknownNameError("avatar_report: no joint of the output matches a truth joint; "
                                f"truth joints: {known_list(truth.names)}")
     return a, b
+
+
+def check_truth(db: PoseDatabase, truth: Motion) -> None:
+    """What ``avatar_report`` needs of ``truth``, checked before a run rather than after it: a
+    joint matching the avatar's (``truth_joints``) and 2 frames at the database's rate."""
+    truth_joints(output_skeleton(db), truth.skeleton)
+    n = resample(truth, db.fps).n_frames
+    if n < 2:
+        raise ShapeError(f"the truth has {n} frame(s) at the database's {db.fps:g} fps; "
+                         f"avatar_report needs at least 2")
 
 
 def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
