@@ -57,7 +57,7 @@ from ..motion import Motion
 from ..skeleton import Skeleton
 from ..tracking import ThreePointTrack
 from .controller import Controller, ControllerSettings, output_skeleton
-from .database import PoseDatabase, build_database, find_joint, resample
+from .database import PoseDatabase, build_database, find_joint, resample, resampled_length
 from .features import (ExtraFeature, FeatureDatabase, FeatureSpec, compute_features,
                        valid_mask)
 from .metrics import foot_skate_mm, jitter
@@ -856,7 +856,7 @@ def check_truth(db: PoseDatabase, truth: Motion) -> None:
     """What ``avatar_report`` needs of ``truth``, checked before a run rather than after it: a
     joint matching the avatar's (``truth_joints``) and 2 frames at the database's rate."""
     truth_joints(output_skeleton(db), truth.skeleton)
-    n = resample(truth, db.fps).n_frames
+    n = resampled_length(truth, db.fps)          # the report resamples it; here a count
     if n < 2:
         raise ShapeError(f"the truth has {n} frame(s) at the database's {db.fps:g} fps; "
                          f"avatar_report needs at least 2")

@@ -34,6 +34,7 @@ from ..skeleton import Skeleton
 
 __all__ = [
     "PoseDatabase", "build_database", "save_database", "load_database", "resample",
+    "resampled_length",
     "standing_clip", "mirror_motion", "mirror_names", "find_joint", "tags_from_name", "SIM_ROOT",
     "FOOT_NAMES", "TOE_NAMES",
 ]
@@ -343,7 +344,7 @@ def _swap_side_tag(tag: str) -> str:
 # Resampling and mirroring of a Motion
 # --------------------------------------------------------------------------------------------
 
-def _resampled_length(motion: Motion, fps: float) -> int:
+def resampled_length(motion: Motion, fps: float) -> int:
     """Frames ``resample(motion, fps)`` returns (without resampling)."""
     if motion.n_frames < 2 or abs(motion.fps - float(fps)) <= 1e-9 * float(fps):
         return motion.n_frames
@@ -362,7 +363,7 @@ def resample(motion: Motion, fps: float) -> Motion:
     if motion.n_frames < 2 or abs(motion.fps - fps) <= 1e-9 * fps:
         return motion if motion.fps == fps else Motion(motion.skeleton, fps, motion.root_pos,
                                                         motion.lrot, motion.meta)
-    n = _resampled_length(motion, fps)
+    n = resampled_length(motion, fps)
     t = np.arange(n) * (motion.fps / fps)              # source frame index (float)
     i0 = np.minimum(np.floor(t + 1e-9).astype(int), motion.n_frames - 2)
     a = t - i0
@@ -660,7 +661,7 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
 
     for m, name in zip(motions, names):
         # before anything reads a frame: a clip without frames has no hips to face
-        n = _resampled_length(m, fps)
+        n = resampled_length(m, fps)
         if n < 2:
             raise ShapeError(f"clip {name!r} has {n} frame(s) at {fps:g} fps; at least 2 are "
                              f"needed", m.meta.get("path"))
@@ -690,7 +691,7 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     # The output arrays are allocated once at their final size and filled clip by clip: a
     # million-frame build then holds the database plus one clip's temporaries, not the clip
     # pieces and their concatenation side by side.
-    sizes = [_resampled_length(m, fps) for m, _, _ in jobs]
+    sizes = [resampled_length(m, fps) for m, _, _ in jobs]
     N = int(sum(sizes))
     out = {"lpos": np.empty((N, J1, 3)), "lrot": np.empty((N, J1, 4)),
            "lvel": np.empty((N, J1, 3)), "lang": np.empty((N, J1, 3)),
@@ -747,7 +748,7 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
 
     stops = np.cumsum(lengths)
     starts = stops - np.asarray(lengths)
-    assert at == N, (at, N)     # _resampled_length agrees with resample
+    assert at == N, (at, N)     # resampled_length agrees with resample
     tag_masks = {}
     for tag in sorted(set().union(*clip_tag_list)):
         mask = np.zeros(N, bool)

@@ -523,7 +523,9 @@ class BalanceController:
         vcom = (com - self._ref_com) / dt if (self._ref_com is not None and dt > 0) \
             else np.zeros(3)
         if dt <= 0:
+            # a reset: the body at rest, so its loads and the reference's filtered speed too
             self.load = np.zeros(2)
+            self._ref_speed = 0.0
         self._ref_com = com
         j, pts = self.soles
         sz = (x[j] + quat.rotate(g[j], pts))[:, 2]
