@@ -464,6 +464,9 @@ def run_batch(input_dir, out_dir, settings: BatchSettings = BatchSettings(), wor
     """
     t0 = time.perf_counter()
     out = Path(out_dir).resolve()
+    if out.exists() and not out.is_dir():
+        raise PhysmocapError("is a file; batch writes into a folder (made if missing): name one",
+                             out)
     takes = discover(input_dir, out, manifest)
     if not takes:
         raise PhysmocapError("no motion captures (.c3d) found", input_dir)

@@ -1270,9 +1270,24 @@ def _version() -> str:
     return f"physmocap {__version__}"
 
 
+def _negative_axes(argv: list[str]) -> list[str]:
+    """``--up -z`` as ``--up=-z``: argparse takes a value starting with '-' for an option and
+    would say only "expected one argument" for an axis the help lists."""
+    out = []
+    for tok in argv:
+        if out and out[-1] in _AXIS_OPTIONS and tok.lower() in ("-x", "-y", "-z"):
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
+_AXIS_OPTIONS = ("--up", "--in-up", "--out-up")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_axes(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

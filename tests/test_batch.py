@@ -118,6 +118,11 @@ def test_discovery_errors(tmp_path):
         discover(tmp_path, manifest=tmp_path / "m.toml")
     with pytest.raises(PhysmocapError, match="no motion captures"):
         run_batch(tmp_path, tmp_path / "out")
+    # an output that is a file (was "File exists" from mkdir, which did not say what to do)
+    (tmp_path / "out.bvh").write_text("x")
+    with pytest.raises(PhysmocapError, match="is a file; batch writes into a folder"):
+        run_batch(tmp_path, tmp_path / "out.bvh")
+    assert (tmp_path / "out.bvh").read_text() == "x"
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "a.c3d").write_bytes(b"")

@@ -280,6 +280,24 @@ def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
                                  "input)\n")
 
 
+def test_a_negative_up_axis_follows_its_option(data_dir, tmp_path, capsys):
+    """``--up -z`` as written in the help's list (argparse alone took -z for an option and said
+    "expected one argument"); the same result as ``--up=-z``."""
+    clip = str(data_dir / "bvh/cmu/16_57.bvh")
+    code, spaced, _ = run(["inspect", clip, "--json", "--up", "-z"], capsys)
+    assert code == 0
+    code, joined, _ = run(["inspect", clip, "--json", "--up=-z"], capsys)
+    assert code == 0 and json.loads(spaced) == json.loads(joined)
+    assert json.loads(spaced)["up"] == "-z"
+    out = tmp_path / "o.bvh"
+    code, _, _ = run(["convert", clip, "-o", str(out), "--out-up", "-Y"], capsys)
+    assert code == 0 and out.exists()
+    # an option's name after --up is still an option: the usage error as before
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", clip, "--up", "-q"])
+    assert exc.value.code == 2
+
+
 def test_convert_round_trip(data_dir, tmp_path, capsys):
     out = tmp_path / "o.bvh"
     code, _, _ = run(["convert", str(data_dir / "bvh/games105/lab2_motion_material_idle.bvh"),
