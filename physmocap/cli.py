@@ -879,6 +879,11 @@ def _print_predictive(rep: dict) -> None:
               f"frames within its budget (--predict-budget {pr['budget']:g})"))
 
 
+_AVATAR_RUN_OPTIONS = ("tracking", "truth", "report", "report_html", "head_weight", "physics",
+                       "mode", "balance", "recover", "predict", "predict_budget",
+                       "predict_workers")
+
+
 def cmd_avatar(args) -> int:
     """``avatar extract CLIP -o TRACK.csv`` or ``avatar DB.npz --tracking TRACK.csv -o OUT.bvh``."""
     from .io.bvh import write_bvh
@@ -889,6 +894,11 @@ def cmd_avatar(args) -> int:
     if args.inputs[0] == "extract":
         if len(args.inputs) != 2:
             args.parser.error("avatar extract takes one clip: avatar extract CLIP.bvh -o TRACK.csv")
+        # an option of the avatar's run would be ignored here: say so rather than drop it
+        for dest in _AVATAR_RUN_OPTIONS:
+            if getattr(args, dest) != args.parser.get_default(dest):
+                args.parser.error(f"--{dest.replace('_', '-')} is for 'avatar DB.npz --tracking "
+                                  "TRACK.csv'; avatar extract writes the tracking file only")
         refuse_overwrite([args.inputs[1]], [args.output])
         refuse_misnamed(output=(args.output, ".csv"))
         motion = load_any(Path(args.inputs[1]), unit=args.unit)
@@ -921,6 +931,8 @@ def cmd_avatar(args) -> int:
     if args.predict and not args.physics:
         args.parser.error("--predict searches the simulated avatar's balance: add --physics "
                           "--mode physical --balance stepping")
+    if args.mode != "assist" and not args.physics:
+        args.parser.error(f"--mode {args.mode} is the simulated avatar's: add --physics")
     refuse_overwrite([args.inputs[0], args.tracking, args.truth],
                      [args.output, args.report, args.report_html])
     refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),

@@ -104,6 +104,22 @@ def test_usage_errors_exit_2_with_usage_on_stderr(args):
     assert r.returncode == 2 and r.stdout == "" and "usage:" in r.stderr, args
 
 
+@pytest.mark.parametrize("args, match", [
+    # an option of the avatar's run given to extract was dropped without a word
+    (["avatar", "extract", "c.bvh", "-o", "t.csv", "--truth", "c.bvh"], "--truth is for"),
+    (["avatar", "extract", "c.bvh", "-o", "t.csv", "--physics"], "--physics is for"),
+    (["avatar", "extract", "c.bvh", "-o", "t.csv", "--head-weight", "1"], "--head-weight is"),
+    # --mode physical without --physics ran the kinematic avatar
+    (["avatar", "db.npz", "--tracking", "t.csv", "-o", "a.bvh", "--mode", "physical"],
+     "--mode physical is the simulated avatar's: add --physics"),
+])
+def test_an_option_that_would_be_ignored_is_a_usage_error(args, match, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and match in err and err.count("error:") == 1
+
+
 @pytest.mark.parametrize("args", [
     ["inspect", "{bad}"], ["solve", "{bad}", "-o", "{tmp}/o.bvh"],
     ["convert", "{bad}", "{tmp}/o.bvh"], ["play", "{bad}", "-o", "{tmp}/o.bvh"],
