@@ -492,8 +492,8 @@ def _scene_controller(database, input_scene, duration, settings=None):
     from .matching.trajectory import load_input
     from .scene import _read, _resolve
 
+    scene_path = _resolve(input_scene, "inputs", "input scene")   # cheap: before a big database
     db = load_database(database)
-    scene_path = _resolve(input_scene, "inputs", "input scene")
     if duration is None:
         duration = _read(scene_path).get("run", {}).get("duration", 10.0)
         if bad_number(duration, positive=True):
@@ -1257,7 +1257,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--report", help="JSON report path")
     sp.add_argument("--duration", type=_positive_float,
                     help="seconds (default: the scene's [run])")
-    sp.add_argument("--search-every", type=int, default=10, help="frames between searches")
+    sp.add_argument("--search-every", type=_positive_int, default=10,
+                    help="frames between searches")
     sp.add_argument("--no-foot-lock", action="store_true",
                     help="skip foot locking (two-bone IK pins feet in contact)")
 

@@ -318,6 +318,10 @@ def list_markersets() -> list[str]:
     return sorted(_shipped("markersets"))
 
 
+def _an(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def _resolve(name_or_path, kind: str, what: str) -> Path:
     s = os.fspath(name_or_path)
     looks_like_path = (isinstance(name_or_path, os.PathLike) or Path(s).suffix in _SUFFIXES
@@ -327,7 +331,11 @@ def _resolve(name_or_path, kind: str, what: str) -> Path:
         if not p.is_file():
             raise FileFormatError(f"no such {what} file", p)
         if p.suffix.lower() not in _SUFFIXES:
-            raise FileFormatError(f"a {what} file must be .toml or .json", p)
+            # a head track (.csv) is not a scene: a scene names it (scenes/inputs/head_circle)
+            hint = (" (a head track .csv is named by a scene's [input] file, as in the shipped "
+                    "head_circle.toml)" if kind == "inputs" and p.suffix.lower() == ".csv"
+                    else "")
+            raise FileFormatError(f"{_an(what)} {what} is a .toml or .json file{hint}", p)
         return p
     shipped = _shipped(kind)
     if s not in shipped:

@@ -98,6 +98,7 @@ def test_every_command_has_help_with_example():
     ["play", "db.npz", "--input", "straight_walk", "-o", "o.bvh", "--duration", "-3"],
     ["render", "x.bvh", "-o", "x.gif", "--fps", "0"],
     ["avatar", "db.npz", "--tracking", "t.csv", "-o", "a.bvh", "--head-weight", "nan"],
+    ["mm", "run", "db.npz", "--input", "straight_walk", "-o", "o.bvh", "--search-every", "0"],
 ])
 def test_usage_errors_exit_2_with_usage_on_stderr(args):
     r = subprocess.run([sys.executable, "-m", "physmocap", *args], capture_output=True, text=True)
@@ -294,6 +295,16 @@ def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
                                  "TiB for an array with shape (60000000000, 3) and data type "
                                  "float64); ask for less (a shorter --duration, a smaller "
                                  "input)\n")
+
+
+def test_a_head_track_given_as_input_scene_points_to_a_scene(tmp_path, capsys):
+    """A head track (as head_circle.csv) passed as --input: one line saying a scene names it."""
+    csv = tmp_path / "head.csv"
+    csv.write_text("t,x,y,z\n")
+    code, _, err = run(["mm", "run", str(tmp_path / "db.npz"), "--input", str(csv), "-o",
+                        str(tmp_path / "o.bvh")], capsys)
+    assert code == 1 and err.count("\n") == 1
+    assert "an input scene is a .toml or .json file (a head track .csv is named" in err
 
 
 def test_a_negative_up_axis_follows_its_option(data_dir, tmp_path, capsys):

@@ -295,6 +295,11 @@ def test_bad_files_raise_file_format_error(db60, tmp_path):
     junk.write_bytes(b"not a zip at all")
     with pytest.raises(FileFormatError, match="junk.npz"):
         load_database(junk)
+    # a file of another kind given as the database: said so, not numpy's word on pickles
+    csv = tmp_path / "track.csv"
+    csv.write_text("t,head_x\n0,1\n")
+    with pytest.raises(FileFormatError, match="not a pose database .*physmocap mm build"):
+        load_database(csv)
     other = tmp_path / "other.npz"
     np.savez(other, a=np.zeros(3))
     with pytest.raises(FileFormatError, match="not a physmocap.PoseDatabase"):

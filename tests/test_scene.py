@@ -172,7 +172,7 @@ def test_unknown_name_lists_known():
         load_body("robot")
     with pytest.raises(FileFormatError, match="no such body file"):
         load_body("/nonexistent/body.toml")
-    with pytest.raises(FileFormatError, match="must be .toml or .json"):
+    with pytest.raises(FileFormatError, match="a body is a .toml or .json file$"):
         load_body(Path(__file__))
 
 

@@ -17,6 +17,7 @@ the backward difference, i.e. expressed in the parent's frame (the world for the
 from __future__ import annotations
 
 import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -802,6 +803,9 @@ def load_database(path) -> PoseDatabase:
     path = Path(path)
     if not path.is_file():
         raise FileFormatError("no such file", path)
+    if not zipfile.is_zipfile(path):   # numpy's own message would speak of pickles
+        raise FileFormatError("not a pose database (an .npz archive); build one with 'physmocap "
+                              "mm build'", path)
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: _ro(z[k]) for k in z.files}   # read-only: PoseDatabase takes them as is
