@@ -515,8 +515,10 @@ def cmd_mm_run(args) -> int:
     from .progress import Progress
 
     refuse_overwrite([args.database, *_scene_files(args.input, "inputs")],
-                     [args.output, args.report])
-    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"))
+                     [args.output, args.report, args.report_html])
+    refuse_misnamed(output=(args.output, ".bvh"), report=(args.report, ".json"),
+                    report_html=(args.report_html, ".html"))
+    _need_plots(args)
     db, ctrl, scene_path, duration = _scene_controller(
         args.database, args.input, args.duration,
         ControllerSettings(search_every=args.search_every))
@@ -532,6 +534,10 @@ def cmd_mm_run(args) -> int:
     rep.update(input=str(scene_path), database=str(args.database), output=str(args.output),
                update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
                foot_lock=not args.no_foot_lock)
+    if args.report_html:
+        from .report.mm_html import write_mm_report
+        rep["report_html"] = str(args.report_html)
+        write_mm_report(db, motion, record, source, rep, args.report_html)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
     if not args.quiet:
@@ -543,7 +549,8 @@ def cmd_mm_run(args) -> int:
         print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame (database clips "
               f"{rep['foot_skate_mm_database']:.2f}); jitter {rep['jitter']:.1f} m/s^3 "
               f"(database {_maybe(rep['jitter_database'], '.1f')})")
-        print(f"  wrote {args.output}" + (f", {args.report}" if args.report else ""))
+        print(f"  wrote {args.output}" + "".join(f", {p}" for p in (args.report,
+                                                                      args.report_html) if p))
     return 0
 
 
@@ -1259,6 +1266,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds (default: the scene's [run])")
     sp.add_argument("--search-every", type=_positive_int, default=10,
                     help="frames between searches")
+    sp.add_argument("--report-html", help="HTML report with plots: paths, speed and facing, "
+                    "the clips played, the feet (needs the 'report' extra)")
     sp.add_argument("--no-foot-lock", action="store_true",
                     help="skip foot locking (two-bone IK pins feet in contact)")
 

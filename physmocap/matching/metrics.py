@@ -9,7 +9,8 @@ from ..motion import Motion
 from .trajectory import yaw_of
 
 __all__ = ["foot_skate_mm", "database_figures", "jitter", "polyline_distance", "intended_path",
-           "facing_error_deg", "run_report"]
+           "facing_error_deg", "facing_error_series", "intended_line",
+           "path_distance_series", "run_report"]
 
 
 def foot_skate_mm(motion: Motion, feet: tuple[str, str], contacts: np.ndarray) -> float:
@@ -72,13 +73,14 @@ def intended_path(start: np.ndarray, desired_vel: np.ndarray, dt: float) -> np.n
     return np.asarray(start, float)[:2] + np.cumsum(np.asarray(desired_vel)[:, :2] * dt, axis=0)
 
 
-def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
-                     turn_rate_deg: float = 90.0, settle_s: float = 1.0) -> tuple[float, float]:
-    """Mean angle (deg) between the character's and the desired facing, outside sharp turns.
+def facing_error_series(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
+                        turn_rate_deg: float = 90.0, settle_s: float = 1.0
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame: the angle (deg) between the character's and the desired facing ``(F,)``, and
+    whether the frame is outside sharp turns ``(F,)`` bool.
 
     A frame counts as inside a sharp turn if the desired facing turned faster than
-    ``turn_rate_deg``/s within the previous ``settle_s`` seconds. Returns (mean error outside,
-    fraction of frames outside).
+    ``turn_rate_deg``/s within the previous ``settle_s`` seconds.
     """
     require_numbers("facing_error_deg", ("fps",), fps=fps, turn_rate_deg=turn_rate_deg,
                     settle_s=settle_s)
@@ -88,8 +90,38 @@ def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
     sharp = rate > turn_rate_deg
     k = int(round(settle_s * fps))
     recent = np.convolve(sharp.astype(float), np.ones(k + 1), mode="full")[:len(sharp)] > 0
-    keep = ~recent
+    return err, ~recent
+
+
+def facing_error_deg(root_rot: np.ndarray, desired_rot: np.ndarray, fps: float,
+                     turn_rate_deg: float = 90.0, settle_s: float = 1.0) -> tuple[float, float]:
+    """Mean angle (deg) between the character's and the desired facing, outside sharp turns
+    (``facing_error_series``). Returns (mean error outside, fraction of frames outside)."""
+    err, keep = facing_error_series(root_rot, desired_rot, fps, turn_rate_deg, settle_s)
     return (float(err[keep].mean()) if keep.any() else float("nan"), float(keep.mean()))
+
+
+def intended_line(source, record, dt: float) -> tuple[str, np.ndarray]:
+    """What the character was asked to follow, as a polyline ``(L, 2+)`` (m), and its kind:
+    a path's points (closed: the first again at the end), a head-mounted display's
+    positions, or the joystick's desired velocities integrated from the first root."""
+    if hasattr(source, "path_distance"):
+        pts = np.asarray(source.points, float)
+        return "path", np.vstack([pts, pts[:1]]) if getattr(source, "closed", False) else pts
+    if hasattr(source, "pos") and hasattr(source, "times"):      # a head-mounted display
+        return "head track", np.asarray(source.pos, float)
+    return "integrated joystick velocity", intended_path(np.array(record.root_pos)[0],
+                                                         np.array(record.desired_vel), dt)
+
+
+def path_distance_series(source, record, dt: float) -> np.ndarray:
+    """Horizontal distance (m) ``(F,)`` of the character's root from what it was asked to
+    follow (``intended_line``), every frame."""
+    root = np.array(record.root_pos)
+    if hasattr(source, "path_distance"):
+        return np.array([source.path_distance(p) for p in root])
+    line = intended_line(source, record, dt)[1]
+    return polyline_distance(root, line) if len(line) > 1 else np.zeros(len(root))
 
 
 def run_report(db, motion: Motion, record, source) -> dict:
@@ -100,18 +132,9 @@ def run_report(db, motion: Motion, record, source) -> dict:
             ``ControllerRecord``; ``source``: its input (a path, a head track or a joystick).
     """
     dt = 1.0 / db.fps
-    root = np.array(record.root_pos)
     settle = int(round(1.0 / dt))
-    if hasattr(source, "path_distance"):
-        dist = np.array([source.path_distance(p) for p in root[settle:]])
-        kind = "path"
-    elif hasattr(source, "pos") and hasattr(source, "times"):      # a head-mounted display
-        dist = polyline_distance(root[settle:], np.asarray(source.pos))
-        kind = "head track"
-    else:
-        line = intended_path(root[0], np.array(record.desired_vel), dt)
-        dist = polyline_distance(root[settle:], line) if len(line) > 1 else np.zeros(1)
-        kind = "integrated joystick velocity"
+    kind = intended_line(source, record, dt)[0]
+    dist = path_distance_series(source, record, dt)[settle:]      # after the first second
     face, frac = facing_error_deg(np.array(record.root_rot), np.array(record.desired_rot),
                                   1.0 / dt)
     feet = tuple(n for n in db.contact_joints)

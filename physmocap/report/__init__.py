@@ -1,5 +1,5 @@
-"""Pictures of results: the HTML solve and playback reports, the HTML viewer and offline
-rendering.
+"""Pictures of results: the HTML solve, motion-matching and playback reports, the HTML viewer and
+offline rendering.
 
 matplotlib (the optional ``report`` extra) is imported lazily, only when a figure is drawn.
 """
