@@ -629,17 +629,25 @@ def _need_plots(args) -> None:
         pyplot()
 
 
-def _write_play_reports(args, result, rep: dict, page=None) -> None:
-    """``play``'s (and ``avatar``'s) JSON report and HTML page (``--report``, ``--report-html``),
-    atomically: the page of the simulated ``result`` shows ``page(rep)`` (default: ``rep``)."""
+def _write_reports(args, rep: dict, write_page) -> None:
+    """A command's JSON report and HTML page (``--report``, ``--report-html``), atomically;
+    ``write_page(rep)`` writes the page (after ``rep`` names it)."""
     from .io.atomic import atomic_write_text
     if args.report_html:
         rep["report_html"] = str(args.report_html)
     if args.report:
         atomic_write_text(args.report, json.dumps(rep, indent=2, default=float) + "\n")
     if args.report_html:
+        write_page(rep)
+
+
+def _write_play_reports(args, result, rep: dict, page=None) -> None:
+    """``play``'s (and the simulated avatar's) reports (``_write_reports``): the page of the
+    simulated ``result`` shows ``page(rep)`` (default: ``rep``)."""
+    def write_page(r):
         from .report.play_html import write_play_report
-        write_play_report(result, rep if page is None else page(rep), args.report_html)
+        write_play_report(result, r if page is None else page(r), args.report_html)
+    _write_reports(args, rep, write_page)
 
 
 def _print_wrote(args) -> None:
@@ -931,8 +939,6 @@ def cmd_avatar(args) -> int:
     from .matching.database import load_database
 
     settings = _play_settings(args)      # before the long run: --balance needs --mode physical
-    if args.report_html and not args.physics:
-        args.parser.error("--report-html draws the simulated avatar: add --physics")
     if args.recover is not None and not args.physics:
         args.parser.error("--recover puts the simulated avatar back on its feet: add --physics")
     if args.predict and not args.physics:
@@ -991,10 +997,15 @@ def cmd_avatar(args) -> int:
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
     if physics is not None:
         rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)
-    # the simulated avatar's page; the avatar's own figures folded in beside its physics
-    _write_play_reports(args, physics, rep, page=lambda r: dict(
-        r["physics"], input=str(args.tracking), database=str(args.inputs[0]),
-        output=str(args.output), avatar={k: v for k, v in r.items() if k != "physics"}))
+        # the simulated avatar's page; the avatar's own figures folded in beside its physics
+        _write_play_reports(args, physics, rep, page=lambda r: dict(
+            r["physics"], input=str(args.tracking), database=str(args.inputs[0]),
+            output=str(args.output), avatar={k: v for k, v in r.items() if k != "physics"}))
+    else:
+        def write_page(r):
+            from .report.avatar_html import write_avatar_report
+            write_avatar_report(db, motion, record, track, r, args.report_html, truth)
+        _write_reports(args, rep, write_page)
     if not args.quiet:
         lat = rep["latency_ms"]
         print(f"{args.tracking}: {motion.n_frames} frames at {motion.fps:g} fps, "
@@ -1207,9 +1218,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tracking", help="three-point tracking CSV (schema: scenes/README.md)")
     sp.add_argument("--truth", help="the clip the tracking came from: report errors against it")
     sp.add_argument("--report", help="JSON report path")
-    sp.add_argument("--report-html", help="with --physics: play's HTML report of the simulated "
-                    "avatar, with its hands' distance from the controllers (needs the 'report' "
-                    "extra)")
+    sp.add_argument("--report-html", help="HTML report with plots: paths, errors against the "
+                    "truth, hands to controllers, latency, clips, feet; with --physics play's "
+                    "report of the simulated avatar (needs the 'report' extra)")
     sp.add_argument("--head-weight", type=_non_negative_float, default=0.0,
                     help="weight of the character-frame head-velocity feature in the search "
                          "(default 0: the head's and hands' features in the head's frame do "

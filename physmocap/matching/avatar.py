@@ -68,7 +68,8 @@ from .trajectory import HeadTrajectory, facing_from_yaw, yaw_of
 __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings", "Avatar",
            "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar",
            "lower_body_joints", "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec",
-           "avatar_features", "truth_joints", "check_truth"]
+           "avatar_features", "truth_joints", "check_truth", "truth_errors",
+           "hand_errors"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
 HEAD_NAMES = ("Head", "torso_head", "head_joint", "HeadTop")
@@ -862,6 +863,34 @@ def check_truth(db: PoseDatabase, truth: Motion) -> None:
                          f"avatar_report needs at least 2")
 
 
+def hand_errors(motion: Motion, record: AvatarRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame, each wrist's distance (m) from its controller ``(F, 2)`` (left, right), and
+    whether the controller was reachable ``(F, 2)`` bool: within the arm's span (upper arm
+    and forearm) of the upper-arm joint."""
+    sk = motion.skeleton
+    hands = list(find_tracked_joints(sk)[1:])
+    upper = [int(sk.parents[sk.parents[c]]) for c in hands]
+    g = motion.gpos
+    hand_err = np.linalg.norm(g[:, hands] - np.array(record.hand_target), axis=-1)   # (F, 2)
+    l1 = np.linalg.norm(sk.offsets[[int(sk.parents[c]) for c in hands]], axis=-1)
+    l2 = np.linalg.norm(sk.offsets[hands], axis=-1)
+    d = np.linalg.norm(np.array(record.hand_target) - g[:, upper], axis=-1)
+    return hand_err, (d <= l1 + l2 - 1e-4) & (d >= np.abs(l1 - l2) + 1e-4)
+
+
+def truth_errors(db: PoseDatabase, motion: Motion, truth: Motion
+                 ) -> tuple[np.ndarray, np.ndarray, Motion]:
+    """Per frame and joint, the avatar's distance (m) from the truth ``(n, K)``, over the K
+    joints the two share (``truth_joints``) and the n frames both have at the avatar's rate;
+    which of those joints are hips and legs ``(K,)`` bool; and the truth at that rate."""
+    tr = resample(truth, motion.fps)
+    n = min(tr.n_frames, motion.n_frames)
+    a, b = truth_joints(motion.skeleton, tr.skeleton)
+    err = np.linalg.norm(motion.gpos[:n, a] - tr.gpos[:n, b], axis=-1)       # (n, K)
+    low = set(lower_body_joints(motion.skeleton, tuple(db.contact_joints)))
+    return err, np.array([i in low for i in a]), tr
+
+
 def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
                   truth: Motion | None = None) -> dict:
     """JSON figures of an avatar run (``record`` holds one entry per frame of ``motion``).
@@ -876,16 +905,7 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
     end-to-end latency."""
     feet = tuple(db.contact_joints)
     contacts = np.array(record.contacts)
-    sk = motion.skeleton
-    hands = list(find_tracked_joints(sk)[1:])
-    upper = [int(sk.parents[sk.parents[c]]) for c in hands]
-    g = motion.gpos
-    hand_err = np.linalg.norm(g[:, hands] - np.array(record.hand_target), axis=-1)   # (F, 2)
-    # reachable: the controller lies within the arm's span from the upper-arm joint
-    l1 = np.linalg.norm(sk.offsets[[int(sk.parents[c]) for c in hands]], axis=-1)
-    l2 = np.linalg.norm(sk.offsets[hands], axis=-1)
-    d = np.linalg.norm(np.array(record.hand_target) - g[:, upper], axis=-1)
-    reach = (d <= l1 + l2 - 1e-4) & (d >= np.abs(l1 - l2) + 1e-4)
+    hand_err, reach = hand_errors(motion, record)
     ms = 1000.0 * np.array(record.seconds)
     rep = {
         "frames": motion.n_frames, "fps": motion.fps,
@@ -902,12 +922,8 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
         "transitions": int(record.transitions),
     }
     if truth is not None:
-        tr = resample(truth, motion.fps)
-        n = min(tr.n_frames, motion.n_frames)
-        a, b = truth_joints(motion.skeleton, tr.skeleton)
-        err = np.linalg.norm(motion.gpos[:n, a] - tr.gpos[:n, b], axis=-1)       # (n, K)
-        low = set(lower_body_joints(motion.skeleton, feet))
-        is_low = np.array([i in low for i in a])
+        err, is_low, tr = truth_errors(db, motion, truth)
+        n = len(err)
         t_db = build_database([tr], names=["truth"], fps=motion.fps,
                               contact_joints=_truth_feet(tr.skeleton, feet))
         rep.update({
@@ -916,7 +932,7 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
             else None,
             "upper_body_error_m": round(float(err[:, ~is_low].mean()), 4) if (~is_low).any()
             else None,
-            "joints_compared": len(a), "frames_compared": n,
+            "joints_compared": len(is_low), "frames_compared": n,
             "truth_foot_skate_mm": round(foot_skate_mm(tr, tuple(t_db.contact_joints),
                                                        np.array(t_db.contacts)), 3),
             "truth_jitter": round(jitter(tr), 2),
