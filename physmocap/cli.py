@@ -508,7 +508,6 @@ def _scene_controller(database, input_scene, duration, settings=None):
 def cmd_mm_run(args) -> int:
     import time as _time
 
-    from .io.atomic import atomic_write_text
     from .io.bvh import write_bvh
     from .matching.controller import ControllerSettings, run_controller
     from .matching.metrics import run_report
@@ -534,12 +533,12 @@ def cmd_mm_run(args) -> int:
     rep.update(input=str(scene_path), database=str(args.database), output=str(args.output),
                update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
                foot_lock=not args.no_foot_lock)
-    if args.report_html:
+    _warn_asked(rep)
+
+    def write_page(r):
         from .report.mm_html import write_mm_report
-        rep["report_html"] = str(args.report_html)
-        write_mm_report(db, motion, record, source, rep, args.report_html)
-    if args.report:
-        atomic_write_text(args.report, json.dumps(rep, indent=2) + "\n")
+        write_mm_report(db, motion, record, source, r, args.report_html)
+    _write_reports(args, rep, write_page)
     if not args.quiet:
         print(f"{scene_path}: {motion.n_frames} frames ({duration:g} s), {rep['transitions']} "
               f"transitions, {rep['update_ms']:.2f} ms per frame (search {rep['search_us']} us)")
@@ -627,6 +626,13 @@ def _need_plots(args) -> None:
     if args.report_html:
         from .report._mpl import pyplot
         pyplot()
+
+
+def _warn_asked(rep: dict) -> None:
+    """One warning line when the input asked for speeds the database does not move at
+    (``matching.coverage``): the run's feet slide there, and a fully physical body may fall."""
+    if rep.get("asked_speeds", {}).get("warning"):
+        warnings.warn(rep["asked_speeds"]["warning"])
 
 
 def _write_reports(args, rep: dict, write_page) -> None:
@@ -799,6 +805,10 @@ def _play_live(args) -> int:
     write_bvh(live.result.motion, args.output)
     rep = _with_plan(live.report(), plan)
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
+    # the controller's last frames are the reference's (its first placed the body)
+    from .matching.coverage import asked_speeds
+    rep["asked_speeds"] = asked_speeds(db, ctrl.record.desired_vel[-rep["frames"]:], ctrl.dt)
+    _warn_asked(rep)
     _write_play_reports(args, live.result, rep)
     if not args.quiet:
         print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "

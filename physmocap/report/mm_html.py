@@ -4,8 +4,9 @@ Figures (time in seconds on every horizontal axis but the first's):
   paths      what the character was asked to follow (a path, a headset's positions, or the
              joystick's velocities integrated), its root, and the simulation object the input
              drives, from above; where the search jumped to another frame
-  following  the root's distance from that line, its speed beside the asked speed, and its
-             facing error (frames in sharp turns shaded: the report leaves them out)
+  following  the root's distance from that line, its speed beside the asked speed and the
+             speeds the database keeps (``matching.coverage``), and its facing error (frames
+             in sharp turns shaded: the report leaves them out)
   clips      the database frame played, coloured by clip; each jump is a transition
   feet       the matched frames' foot contacts and the output's foot heights
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
+from ..matching.coverage import COVER_S, covered_ranges
 from ..matching.metrics import facing_error_series, intended_line, path_distance_series
 from ..motion import Motion
 from ._mpl import pyplot
@@ -79,7 +81,7 @@ def _shade(ax, t: np.ndarray, mask: np.ndarray, label: str) -> None:
                         color="#cccccc", alpha=0.5, step="post", label=label, lw=0)
 
 
-def fig_following(record, source, fps: float):
+def fig_following(db, record, source, fps: float):
     plt = pyplot()
     dist = path_distance_series(source, record, 1.0 / fps)
     t = np.arange(len(dist)) / fps
@@ -90,10 +92,20 @@ def fig_following(record, source, fps: float):
     _shade(a1, t, t < 1.0, "first second (not in the report's mean)")
     a1.set_ylabel("root from asked (cm)")
     _legend(a1)
-    a2.plot(t, np.linalg.norm(np.array(record.desired_vel)[:, :2], axis=-1), "--",
-            color=_ASKED, lw=1, label="asked")
-    a2.plot(t, _speed(np.array(record.root_pos), fps), color=_ROOT, lw=1,
-            label="character root")
+    asked = np.linalg.norm(np.array(record.desired_vel)[:, :2], axis=-1)
+    root_speed = _speed(np.array(record.root_pos), fps)
+    ranges = covered_ranges(db)
+    top = 1.15 * max(float(asked.max()), float(root_speed.max()), 0.5)
+    if ranges:   # the band nearest the asked speeds in view, however far (a slow walk's)
+        v = float(np.median(asked))
+        near = min(ranges, key=lambda r: max(r[0] - v, v - r[1], 0.0))
+        top = max(top, min(near[1], near[0] + 0.5) + 0.1)
+    for k, (lo, hi) in enumerate(r for r in ranges if r[0] < top):
+        a2.axhspan(lo, min(hi, top), color="#2ca02c", alpha=0.12, lw=0,
+                   label=f"speeds a clip keeps for {COVER_S:g} s" if k == 0 else None)
+    a2.plot(t, asked, "--", color=_ASKED, lw=1, label="asked")
+    a2.plot(t, root_speed, color=_ROOT, lw=1, label="character root")
+    a2.set_ylim(0, top)
     a2.set_ylabel("speed (m/s)")
     _legend(a2)
     a3.plot(t, face, color=_ROOT, lw=1)
@@ -157,6 +169,18 @@ def fig_feet(db, motion: Motion, record):
     return fig
 
 
+def _asked_text(asked: dict | None) -> str | None:
+    """The report's ``asked_speeds`` in a line (``matching.coverage``)."""
+    if not asked:
+        return None
+    keeps = ", ".join(f"{a:.2f}-{b:.2f}" for a, b in asked["database_speeds_m_s"]) or "none"
+    if not asked["uncovered_s"]:
+        return f"none (the database's clips keep {keeps} m/s)"
+    lo, hi = asked["uncovered_speed_range_m_s"]
+    return (f"{asked['uncovered_s']:.1f} s at {lo:.2f}-{hi:.2f} m/s (the database's clips "
+            f"keep {keeps} m/s)")
+
+
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
     g = report_value(rep)
     rows = [("input", g("input")), ("database", g("database")), ("output", g("output")),
@@ -170,6 +194,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
              f"{rep['foot_skate_mm']:.2f} mm/frame (the database's clips "
              f"{rep['foot_skate_mm_database']:.2f})"),
             ("jitter", g("jitter", "{:.1f} m/s³")),
+            ("speeds asked that no clip keeps", _asked_text(rep.get("asked_speeds"))),
             ("foot lock", g("foot_lock")),
             ("speed", None if rep.get("update_ms") is None else
              f"{rep['update_ms']:.2f} ms per frame; search {rep.get('search_us')} µs median")]
@@ -192,10 +217,12 @@ def mm_report_html(db, motion: Motion, record, source, report: dict,
          "What the character was asked to follow, the simulation object that the input drives "
          "(the character is pulled toward it), and the character's root, seen from above; a "
          "tick where the search jumped to another database frame."),
-        ("Following the input", fig_following(record, source, fps),
+        ("Following the input", fig_following(db, record, source, fps),
          "Top: the root's horizontal distance from the asked line. Middle: its speed beside "
-         "the asked speed (a database walks only the speeds it holds). Bottom: the angle "
-         "between the character's facing and the asked facing."),
+         "the asked speed; green, the speeds one clip of the database keeps for a second "
+         "(asked for another, the root is pulled along while the clip's feet keep their pace, "
+         "and they slide). Bottom: the angle between the character's facing and the asked "
+         "facing."),
         ("Clips", fig_clips(db, record, fps),
          "The database frame played each frame, coloured by clip: a rising run is a clip "
          "playing on, a jump is a transition (blended by inertialization; grey lines)."),

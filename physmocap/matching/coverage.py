@@ -1,0 +1,139 @@
+"""Which speeds a pose database moves at, and whether an input asks for others.
+
+Motion matching can only play what its database holds. Asked for a speed none of its clips
+moves at, the controller pulls the character's root along at the asked speed while the clip's
+feet keep their own pace, so feet labelled in contact slide; and a fully physical body tracking
+that reference falls (``benchmarks/RESULTS.md``, "Live coupling, fully physical": on the
+benchmarks' live database, which walks at 0.9-1.3 m/s, the straight joystick walk stays up at
+0.7-1.3 m/s and falls at 0.5 m/s; this module's measure covers 0.8-1.45 m/s there, so it
+warns at 0.7 m/s, where the reference's feet slide twice as far as at 1.1). A walk that *passes through* a speed (a walk start) is no
+cover: what counts is how long one clip keeps a speed (measured over a second), since matching
+plays on only what one clip holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import require_numbers
+
+__all__ = ["database_speeds", "longest_stretch", "covered_ranges", "uncovered_summary",
+           "asked_speeds", "COVER_S", "TOLERANCE"]
+
+#: Seconds one clip must keep a speed (within ``TOLERANCE``) to cover it.
+COVER_S = 1.0
+#: ``(absolute m/s, relative)``: a database frame covers speed ``v`` within
+#: ``max(absolute, relative * v)``.
+TOLERANCE = (0.1, 0.15)
+
+
+def database_speeds(db, window_s: float = 1.0) -> np.ndarray:
+    """``(N,)`` m/s: each database frame's horizontal speed of the simulation bone (its world
+    velocity), averaged over ``window_s`` seconds centred on the frame, within its clip (a
+    step's speed swing averaged out; shorter windows at a clip's ends)."""
+    require_numbers("database_speeds", ("window_s",), window_s=window_s)
+    s = np.linalg.norm(np.asarray(db.lvel[:, 0, :2], float), axis=-1)
+    out = np.empty_like(s)
+    half = int(round(window_s * db.fps / 2))
+    for a, b in zip(np.asarray(db.range_starts), np.asarray(db.range_stops)):
+        c = np.concatenate([[0.0], np.cumsum(s[a:b])])
+        i = np.arange(b - a)
+        lo, hi = np.maximum(i - half, 0), np.minimum(i + half + 1, b - a)
+        out[a:b] = (c[hi] - c[lo]) / (hi - lo)
+    return out
+
+
+def _clip_starts(db) -> np.ndarray:
+    """``(N,)``: the first frame of each frame's clip."""
+    starts = np.zeros(int(db.n_frames), int)
+    for a, b in zip(np.asarray(db.range_starts), np.asarray(db.range_stops)):
+        starts[a:b] = a
+    return starts
+
+
+def longest_stretch(speeds_db: np.ndarray, clip_starts: np.ndarray, fps: float, asked,
+                    tolerance: tuple = TOLERANCE) -> np.ndarray:
+    """Seconds ``(len(asked),)``: for each asked speed (m/s), the longest time one clip of the
+    database moves within ``max(abs, rel * v)`` of it without a break (``database_speeds``,
+    ``_clip_starts``). Clips only passing through a speed (walk starts, stops) add up to
+    nothing here: motion matching can play on only what one clip holds."""
+    require_numbers("longest_stretch", ("fps",), fps=fps)
+    s = np.asarray(speeds_db, float)
+    idx = np.arange(len(s))
+    v = np.round(np.asarray(asked, float), 2)            # asked speeds repeat: measure each once
+    uniq, back = np.unique(v, return_inverse=True)
+    out = np.empty(len(uniq))
+    for k, u in enumerate(uniq):
+        inside = np.abs(s - u) <= max(tolerance[0], tolerance[1] * u)
+        # a run starts after the last frame outside, or at its clip's first frame
+        after_out = np.maximum.accumulate(np.where(inside, 0, idx + 1)) if len(s) else idx
+        run = np.where(inside, idx - np.maximum(after_out, clip_starts) + 1, 0)
+        out[k] = run.max() / float(fps) if len(run) else 0.0
+    return out[back.reshape(-1)] if len(v) else np.zeros(0)
+
+
+def covered_ranges(db, step: float = 0.05, cover_s: float = COVER_S
+                   ) -> list[tuple[float, float]]:
+    """The speed ranges (m/s, each ``(low, high)``) the database covers: speeds on a ``step``
+    grid at which one clip moves for at least ``cover_s`` (within ``TOLERANCE``), joined."""
+    speeds = database_speeds(db)
+    top = float(np.max(speeds)) if len(speeds) else 0.0
+    top += max(TOLERANCE[0], TOLERANCE[1] * top)         # the fastest clip covers above it
+    grid = np.round(np.arange(0.0, top + step, step), 2)
+    ok = longest_stretch(speeds, _clip_starts(db), db.fps, grid) >= cover_s
+    out, start = [], None
+    for v, c in zip(grid, ok):
+        if c and start is None:
+            start = v
+        if not c and start is not None:
+            out.append((float(start), float(v - step)))
+            start = None
+    if start is not None:
+        out.append((float(start), float(grid[-1])))
+    return out
+
+
+def _ranges_text(ranges) -> str:
+    return ", ".join(f"{a:.2f}" if abs(b - a) < 0.005 else f"{a:.2f}-{b:.2f}"
+                     for a, b in ranges) + " m/s" if ranges else "no speed for a second"
+
+
+def uncovered_summary(db, asked: np.ndarray, dt: float, cover_s: float = COVER_S) -> dict:
+    """What the report says of an input's speeds against the database: ``asked (F,)`` m/s,
+    one per output frame ``dt`` s apart.
+
+    Returns a dict: ``uncovered_s`` (how long the input asked for a speed no clip of the
+    database moves at for ``cover_s``, ``longest_stretch``), ``uncovered_speed_range_m_s`` (``[low, high]`` of those
+    asked speeds, or ``None``), ``database_speeds_m_s`` (``covered_ranges``) and ``text`` (the
+    same in words, ``""`` when nothing is uncovered) and ``warning`` (``text`` when the input
+    asked for uncovered speeds for ``cover_s`` or longer, else ``None``: a moment between
+    speeds is no fault of the database)."""
+    require_numbers("uncovered_summary", ("dt",), dt=dt)
+    asked = np.asarray(asked, float)
+    bad = longest_stretch(database_speeds(db), _clip_starts(db), db.fps, asked) < cover_s
+    ranges = covered_ranges(db, cover_s=cover_s)
+    out = {"uncovered_s": round(float(bad.sum() * dt), 3),
+           "uncovered_speed_range_m_s": [round(float(asked[bad].min()), 2),
+                                         round(float(asked[bad].max()), 2)] if bad.any()
+           else None,
+           "database_speeds_m_s": [[round(a, 2), round(b, 2)] for a, b in ranges]}
+    if bad.any():
+        lo, hi = out["uncovered_speed_range_m_s"]
+        asked_text = f"{lo:.2f} m/s" if hi - lo < 0.01 else f"{lo:.2f}-{hi:.2f} m/s"
+        # asked to stand: a database of walks holds no standing (``mm build --stand``)
+        stand = " (to stand: a standing clip, mm build --stand)" if lo < 0.05 else ""
+        out["text"] = (f"for {bad.sum() * dt:.1f} s the input asks {asked_text}, a speed no "
+                       f"clip of the database keeps for {cover_s:g} s (its clips keep "
+                       f"{_ranges_text(ranges)}): expect feet sliding, and a fully physical "
+                       f"body may fall; add clips at that speed{stand}")
+    else:
+        out["text"] = ""
+    out["warning"] = out["text"] if out["uncovered_s"] >= cover_s else None
+    return out
+
+
+def asked_speeds(db, desired_vel, dt: float) -> dict:
+    """A report's ``asked_speeds``: ``uncovered_summary`` of the horizontal speeds of a run's
+    desired velocities ``(F, 3)`` m/s (a controller record's ``desired_vel``), without its
+    ``text`` (``warning`` says it when it matters)."""
+    speed = np.linalg.norm(np.asarray(desired_vel, float).reshape(-1, 3)[:, :2], axis=-1)
+    return {k: v for k, v in uncovered_summary(db, speed, dt).items() if k != "text"}
