@@ -1005,6 +1005,10 @@ def cmd_avatar(args) -> int:
         raise PhysmocapError(exc.reason, args.truth) from None
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
+    from .matching.coverage import asked_speeds
+    # the speeds the headset asked of motion matching (its controller steps once a frame)
+    rep["asked_speeds"] = asked_speeds(db, avatar.ctrl.record.desired_vel, 1.0 / db.fps)
+    _warn_asked(rep)
     if physics is not None:
         rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)
         # the simulated avatar's page; the avatar's own figures folded in beside its physics

@@ -496,6 +496,9 @@ def test_cli_end_to_end(tmp_path, data_dir, small_db, capsys):
     out = capsys.readouterr().out
     assert "hands" in out and "against" in out
     rep = json.loads((tmp_path / "r.json").read_text())
+    # the speeds the headset asked, one per frame (matching.coverage)
+    assert 0.0 <= rep["asked_speeds"]["uncovered_s"] <= rep["frames"] / 60.0
+    assert rep["asked_speeds"]["database_speeds_m_s"]
     # the kinematic avatar's page: every figure, the truth's among them, the report's figures
     html = (tmp_path / "r.html").read_text()
     assert rep["report_html"] == str(tmp_path / "r.html")

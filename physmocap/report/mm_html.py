@@ -24,7 +24,7 @@ from ..motion import Motion
 from ._mpl import pyplot
 from .html import report_page, report_value
 
-__all__ = ["mm_report_html", "write_mm_report", "transition_frames"]
+__all__ = ["mm_report_html", "write_mm_report", "transition_frames", "asked_speeds_text"]
 
 _ROOT, _ASKED, _SIM = "#1f77b4", "#888888", "#ff7f0e"
 
@@ -169,7 +169,7 @@ def fig_feet(db, motion: Motion, record):
     return fig
 
 
-def _asked_text(asked: dict | None) -> str | None:
+def asked_speeds_text(asked: dict | None) -> str | None:
     """The report's ``asked_speeds`` in a line (``matching.coverage``)."""
     if not asked:
         return None
@@ -194,7 +194,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
              f"{rep['foot_skate_mm']:.2f} mm/frame (the database's clips "
              f"{rep['foot_skate_mm_database']:.2f})"),
             ("jitter", g("jitter", "{:.1f} m/s³")),
-            ("speeds asked that no clip keeps", _asked_text(rep.get("asked_speeds"))),
+            ("speeds asked that no clip keeps", asked_speeds_text(rep.get("asked_speeds"))),
             ("foot lock", g("foot_lock")),
             ("speed", None if rep.get("update_ms") is None else
              f"{rep['update_ms']:.2f} ms per frame; search {rep.get('search_us')} µs median")]
