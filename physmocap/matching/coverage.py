@@ -85,7 +85,7 @@ def covered_ranges(db, step: float = 0.05, cover_s: float = COVER_S
         if c and start is None:
             start = v
         if not c and start is not None:
-            out.append((float(start), float(v - step)))
+            out.append((float(start), round(float(v - step), 6)))
             start = None
     if start is not None:
         out.append((float(start), float(grid[-1])))
