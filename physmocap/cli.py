@@ -335,10 +335,15 @@ def cmd_demo(args) -> int:
     write_c3d(capture, c3d_path)
     write_bvh(truth, out / "truth.bvh")
     markers = read_c3d(c3d_path)
+    # the page of plots with the 'report' extra (matplotlib); the viewer needs nothing more
+    page = out / "report.html" if _has_plots() else None
     rep = solve_and_write(markers, out / "solved.bvh", "auto", "humanoid", None,
-                          out / "report.json", out / "clean.c3d", args.quiet)
+                          out / "report.json", out / "clean.c3d", args.quiet, report_html=page)
     from .io.bvh import read_bvh
+    from .report.viewer import write_viewer
     solved = read_bvh(out / "solved.bvh", unit="cm")
+    write_viewer(solved, out / "view.html", markers,
+                 title="physmocap demo: the solved body and the capture's markers")
     idx = [solved.skeleton.index(n) for n in truth.skeleton.names]
     pos_err = np.linalg.norm(solved.gpos[:, idx] - truth.gpos, axis=-1)
     if not args.quiet:
@@ -352,7 +357,20 @@ def cmd_demo(args) -> int:
               f"{1000 * pos_err.max():.1f} mm max (different limb lengths are calibrated, "
               f"so this includes the calibration error)")
         print(f"result     {out / 'solved.bvh'}  {out / 'report.json'}  {out / 'clean.c3d'}")
+        print(f"look       {out / 'view.html'} (the solved body with the markers and their "
+              "residual lines; open it in a browser)")
+        print(f"           {out / 'report.html'} (residuals, plants, joint angles, stills)"
+              if page else "           for a page of plots too: pip install 'physmocap[report]'")
     return 0
+
+
+def _has_plots() -> bool:
+    """Whether matplotlib (the 'report' extra) is installed."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):      # a stub in sys.modules (None) or a broken install
+        return False
 
 
 def cmd_report(args) -> int:

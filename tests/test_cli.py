@@ -352,6 +352,20 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert set(rep["outlier_frames"]) >= {"LKNE", "LSHN"}        # the swap is named
     assert (tmp_path / "solved.bvh").stat().st_size > 0 and (tmp_path / "clean.c3d").exists()
     assert "swap detected on: LKNE, LSHN" in out
+    # something to look at: the viewer (no extra needed) with the markers' residual lines,
+    # and the page of plots where matplotlib is installed (the test extra has it)
+    view = (tmp_path / "view.html").read_text()
+    assert '"labels": ["' in view and "residual lines to the cmu41 landmarks" in view
+    assert (tmp_path / "report.html").stat().st_size > 0
+    assert f"look       {tmp_path / 'view.html'}" in out and "report.html" in out
+
+
+def test_demo_without_matplotlib_still_gives_the_viewer(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)    # import fails as if not installed
+    code, out, err = run(["demo", "-o", str(tmp_path)], capsys)
+    assert code == 0 and "error" not in err and "warning" not in err     # (stderr: progress)
+    assert (tmp_path / "view.html").exists() and not (tmp_path / "report.html").exists()
+    assert "pip install 'physmocap[report]'" in out
 
 
 def test_solve_rejects_a_capture_without_a_known_marker_set(data_dir, tmp_path, capsys):
