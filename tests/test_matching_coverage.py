@@ -135,8 +135,12 @@ def test_play_reports_the_asked_speeds_too(data_dir, tmp_path, capsys):
         "[run]\nduration = 1.0\n[input]\nkind = \"joystick\"\nwalk_speeds = [0.5, 0.5, 0.5]"
         "\n[[key]]\nt = 0.0\nx = 0.0\ny = 1.0\n")
     code = main(["play", str(tmp_path / "db.npz"), "--input", str(tmp_path / "slow.toml"),
-                 "-o", str(tmp_path / "o.bvh"), "--report", str(tmp_path / "r.json"), "-q"])
+                 "-o", str(tmp_path / "o.bvh"), "--report", str(tmp_path / "r.json"),
+                 "--report-html", str(tmp_path / "r.html"), "-q"])
     err = capsys.readouterr().err
     rep = json.loads((tmp_path / "r.json").read_text())
     assert code == 0 and err.count("\n") == 1 and "asks 0.50 m/s" in err
     assert rep["asked_speeds"]["uncovered_s"] == pytest.approx(rep["frames"] / 30.0)
+    # the playback page lists them too
+    assert re.search(r"speeds asked that no clip keeps</td><td>\d\.\d s at 0\.50 m/s \(the",
+                     (tmp_path / "r.html").read_text())

@@ -177,8 +177,8 @@ def asked_speeds_text(asked: dict | None) -> str | None:
     if not asked["uncovered_s"]:
         return f"none (the database's clips keep {keeps} m/s)"
     lo, hi = asked["uncovered_speed_range_m_s"]
-    return (f"{asked['uncovered_s']:.1f} s at {lo:.2f}-{hi:.2f} m/s (the database's clips "
-            f"keep {keeps} m/s)")
+    at = f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}-{hi:.2f}"
+    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps} m/s)"
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
