@@ -239,3 +239,25 @@ def test_features_of_another_database_are_refused(small_db):
     other = build_database([db.to_motion(0, 60)])
     with pytest.raises(ShapeError, match="features do not belong to this database"):
         Controller(other, feats, PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"source": object()}, "source must have desired"),
+    ({"start_frame": -5}, "start_frame must be a whole number >= 0"),
+    ({"start_frame": 2.0}, "start_frame must be a whole number >= 0"),
+    ({"start_frame": 10 ** 9}, r"start_frame must be a database frame 0\.\."),
+    ({"start_pos": (np.nan, 0.0, 0.0)}, "start_pos must be 3 finite numbers"),
+    ({"start_pos": (0.0, 0.0)}, "start_pos must be 3 finite numbers"),
+    ({"start_yaw": float("inf")}, "start_yaw a finite angle"),
+])
+def test_a_scripts_bad_arguments_are_one_settings_error(small_db, kwargs, match):
+    """Said when the controller is made, not as an AttributeError, an IndexError, a negative
+    index counted from the end, or NaN poses at the first step."""
+    db, feats = small_db
+    args = dict(source=PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0)) | kwargs
+    with pytest.raises(SettingsError, match=match):
+        Controller(db, feats, **args)
+    ok = Controller(db, feats, args["source"] if "source" not in kwargs else
+                    PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0), start_frame=np.int64(3),
+                    start_yaw=np.float32(0.5))
+    assert ok.frame == 3

@@ -95,6 +95,8 @@ def test_summary_and_warning():
     json.dumps(rep)
     with pytest.raises(PhysmocapError):
         uncovered_summary(db, np.zeros(3), float("nan"))
+    with pytest.raises(PhysmocapError, match="needs a PoseDatabase, got str"):
+        database_speeds("db.npz")
 
 
 def test_mm_run_warns_of_a_speed_the_database_does_not_keep(data_dir, tmp_path, capsys):

@@ -143,6 +143,24 @@ class Controller:
                  start_frame: int | None = None, start_pos=(0.0, 0.0, 0.0), start_yaw: float = 0.0):
         if features.n_frames != db.n_frames:
             raise ShapeError("features do not belong to this database (frame counts differ)")
+        # a script's mistakes, said here rather than as an AttributeError or IndexError (or NaN
+        # poses) at the first step
+        if not callable(getattr(source, "desired", None)):
+            raise SettingsError(f"Controller: source must have desired(t, sim_pos, sim_rot) "
+                                f"(Joystick, PathFollower, HeadTrajectory), got "
+                                f"{type(source).__name__}")
+        if start_frame is not None:
+            require_counts("Controller", ("start_frame",), start_frame=start_frame)
+            if start_frame >= db.n_frames:
+                raise SettingsError(f"Controller: start_frame must be a database frame "
+                                    f"0..{db.n_frames - 1}, got {start_frame}")
+        pos = np.asarray(start_pos, float)
+        yaw_ok = (isinstance(start_yaw, numbers.Real) and not isinstance(start_yaw, bool)
+                  and np.isfinite(start_yaw))
+        if pos.shape != (3,) or not np.all(np.isfinite(pos)) or not yaw_ok:
+            raise SettingsError(f"Controller: start_pos must be 3 finite numbers (m) and "
+                                f"start_yaw a finite angle (rad), got {start_pos!r}, "
+                                f"{start_yaw!r}")
         self.db, self.features, self.source, self.s = db, features, source, settings
         self.valid = valid_mask(db, features.spec)
         self.index = index or SearchIndex(features.X, self.valid, db.range_starts, db.range_stops,

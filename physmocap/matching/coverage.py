@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import require_numbers
+from ..errors import ShapeError, require_numbers
 
 __all__ = ["database_speeds", "longest_stretch", "covered_ranges", "uncovered_summary",
            "asked_speeds", "COVER_S", "TOLERANCE"]
@@ -31,6 +31,8 @@ def database_speeds(db, window_s: float = 1.0) -> np.ndarray:
     velocity), averaged over ``window_s`` seconds centred on the frame, within its clip (a
     step's speed swing averaged out; shorter windows at a clip's ends)."""
     require_numbers("database_speeds", ("window_s",), window_s=window_s)
+    if not hasattr(db, "lvel") or not hasattr(db, "range_starts"):
+        raise ShapeError(f"database_speeds needs a PoseDatabase, got {type(db).__name__}")
     s = np.linalg.norm(np.asarray(db.lvel[:, 0, :2], float), axis=-1)
     out = np.empty_like(s)
     half = int(round(window_s * db.fps / 2))
