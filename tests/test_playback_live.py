@@ -347,6 +347,21 @@ def test_pacing_options_refuse_bad_values(walk_db, project_root, kw, match):
         LivePlayback(Controller(db, feats, src), mode="physical", **kw)
 
 
+def test_a_scripts_misuse_is_one_settings_error(walk_db, project_root):
+    """Something not a Controller (an AttributeError from inside before), and a step after the
+    loop was closed (a TypeError from PyBullet's disconnected client)."""
+    with pytest.raises(SettingsError, match=r"run_live needs a matching Controller \(.*\), got str"):
+        run_live("db.npz", 1.0)
+    with pytest.raises(SettingsError, match="LivePlayback needs a matching Controller"):
+        LivePlayback(None)
+    db, feats = walk_db
+    src = load_input(project_root / "scenes/inputs/straight_walk.toml")
+    with LivePlayback(Controller(db, feats, src)) as live:
+        live.step()
+    with pytest.raises(SettingsError, match="the loop is closed"):
+        live.step()
+
+
 def test_reference_frame_sets_the_retargeting_pose(walk_db, project_root):
     """``reference_frame`` replaces ``standing_frame``'s pose: another clip's start gives other
     corrections (the same frame gives the same ones)."""

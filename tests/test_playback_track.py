@@ -135,6 +135,12 @@ def test_tracking_settings_refuse_bad_values(kw, match):
         TrackingSettings(**kw)
 
 
+def test_track_needs_a_motion(body):
+    """A path (a script's slip) was an AttributeError from inside."""
+    with pytest.raises(ShapeError, match="track needs a Motion .*got str"):
+        track("walk.bvh", body)
+
+
 def test_tracker_errors(body):
     tr = Tracker(body, "assist")
     lrot = quat.identity((len(body),))

@@ -246,6 +246,7 @@ class LivePlayback(Closing):
                  speed_filter_s: float = 0.5, environment: Environment | None = None,
                  reference_frame: int | None = None, start_at_rest: bool | None = None):
         from ..matching.controller import output_skeleton
+        _need_controller("LivePlayback", controller)
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
             if v is not None and not (np.isfinite(v) and v >= 0):
                 raise SettingsError(f"LivePlayback: {name} must be None or a finite number "
@@ -360,6 +361,9 @@ class LivePlayback(Closing):
     def step(self):
         """One frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot), info)``;
         ``info`` is the ``Tracker.step`` info plus ``controller_ms`` and ``physics_ms``."""
+        if self.tracker.char.client is None:       # PyBullet disconnected: a TypeError below
+            raise SettingsError("LivePlayback.step: the loop is closed (close() or the end of "
+                                "its with block); make a new LivePlayback")
         k0 = self._cache_at
         t0 = time.perf_counter()
         ref = self.reference_pose()
@@ -474,12 +478,21 @@ class _Frames:
         return LiveResult(res, self.c_ms, self.p_ms, skate, db_skate)
 
 
+def _need_controller(where: str, controller) -> None:
+    """A script passing something else gets one line, not an AttributeError from inside."""
+    from ..matching.controller import Controller
+    if not isinstance(controller, Controller):
+        raise SettingsError(f"{where} needs a matching Controller (Controller(db, features, "
+                            f"source)), got {type(controller).__name__}")
+
+
 def run_live(controller, duration: float, body: BodyTemplate | None = None, mode: str = "assist",
              settings: TrackingSettings = TrackingSettings(), progress=None,
              environment: Environment | None = None) -> LiveResult:
     """Run the coupled loop for ``duration`` s; the simulated and reference motions, measured
     (``environment``: scene objects and hand holds, as ``LivePlayback``)."""
     require_numbers("run_live", ("duration",), duration=duration)            # s
+    _need_controller("run_live", controller)
     body = body or load_body()
     n = max(2, int(round(duration / controller.dt)))
     rec = _Frames(n, len(body), len(environment.holds) if environment else 0)

@@ -993,6 +993,9 @@ def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
     body = body or load_body()
     if mode not in MODES:
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
+    if not isinstance(motion, Motion):      # a path, say: an AttributeError below
+        raise ShapeError(f"track needs a Motion (read_bvh(PATH), read_deepmimic(PATH)), got "
+                         f"{type(motion).__name__}")
     body = _on_template(motion, body)
     ref = motion
     # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
