@@ -65,6 +65,14 @@ def require_numbers(where: str, positive: tuple = (), **values) -> None:
                                 f"{'> 0' if name in positive else '>= 0'}, got {v!r}")
 
 
+def require_type(where: str, value, cls, make: str) -> None:
+    """One ``ShapeError`` line when a script passes ``value`` where a ``cls`` belongs (a path
+    where a motion goes, say): an AttributeError from deep inside said less. ``make`` says how
+    to get one (``"read_bvh(PATH)"``)."""
+    if not isinstance(value, cls):
+        raise ShapeError(f"{where} needs a {cls.__name__} ({make}), got {type(value).__name__}")
+
+
 def require_counts(where: str, zero_ok: tuple = (), **values) -> None:
     """``require_numbers``' twin for whole numbers: one ``SettingsError`` line for the first of
     ``values`` that is not a whole number ``>= 1`` (``>= 0`` for the names in ``zero_ok``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physmocap.errors import (PhysmocapError, SettingsError, bad_count, bad_number,
+from physmocap.errors import (PhysmocapError, SettingsError, ShapeError, bad_count, bad_number,
                               require_counts, require_flags, require_fractions,
                               require_numbers)
 
@@ -53,3 +53,38 @@ def test_require_flags_takes_bools_only():
     for bad in (1, 0, "yes", None):
         with pytest.raises(SettingsError, match=rf"^f: b must be True or False, got {bad!r}$"):
             require_flags("f", a=True, b=bad)
+
+
+def test_a_script_passing_the_wrong_object_gets_one_line(tmp_path):
+    """A path, or another of physmocap's types, where a function wants a certain one: one
+    ShapeError naming what it needs and how to get one (each was an AttributeError from inside)."""
+    from physmocap.io.bvh import write_bvh
+    from physmocap.io.c3d import write_c3d
+    from physmocap.io.tracking import write_tracking
+    from physmocap.matching import avatar as av
+    from physmocap.matching.database import build_database, save_database
+    from physmocap.playback import track
+
+    cases = [(lambda: write_bvh("walk.bvh", tmp_path / "o.bvh"), "write_bvh needs a Motion"),
+             (lambda: write_c3d("walk.bvh", tmp_path / "o.c3d"),
+              "write_c3d needs a MarkerTrajectories"),
+             (lambda: save_database("walk.bvh", tmp_path / "d.npz"),
+              "save_database needs a PoseDatabase"),
+             (lambda: build_database(["walk.bvh"]), "build_database: motion 0 needs a Motion"),
+             (lambda: av.extract_track("walk.bvh"), "extract_track needs a Motion"),
+             (lambda: write_tracking("t.csv", tmp_path / "t.csv"),
+              "write_tracking needs a ThreePointTrack"),
+             (lambda: track("walk.bvh"), "track needs a Motion")]
+    for call, match in cases:
+        with pytest.raises(ShapeError, match=match + r" \(.*\), got str"):
+            call()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_path_that_is_a_folder_is_one_line(tmp_path):
+    """Refused before anything is written (the rename failed after the whole output before)."""
+    from physmocap.io.atomic import atomic_write_text
+    (tmp_path / "out.bvh").mkdir()
+    with pytest.raises(PhysmocapError, match="is a folder; name the output file"):
+        atomic_write_text(tmp_path / "out.bvh", "x")
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bvh"]

@@ -358,7 +358,7 @@ def test_build_errors(bandai10, data_dir):
         build_database([Motion(renamed, m.fps, m.root_pos, m.lrot)])
     with pytest.raises(ShapeError, match="2 are needed"):
         build_database([m[:1]])
-    with pytest.raises(ShapeError, match="motion 1 is not a Motion"):
+    with pytest.raises(ShapeError, match="motion 1 needs a Motion"):
         build_database([m, "walk.bvh"])
     sim = Skeleton(["Hips", "A", "B", "C", "D", "E", "F", "Simulation"], sk.parents, sk.offsets)
     with pytest.raises(ShapeError, match="already has a joint named 'Simulation'"):

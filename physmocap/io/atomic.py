@@ -24,6 +24,8 @@ def atomic_path(path, suffix: str | None = None):
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise PhysmocapError(f"output folder {folder} does not exist; create it first", path)
+    if path.is_dir():       # (the rename would fail after the whole output was written)
+        raise PhysmocapError("is a folder; name the output file", path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix + ".tmp",
                                dir=folder)
     os.close(fd)

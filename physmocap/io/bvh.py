@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 from .. import quat
 from ..conventions import (canonical_unit, infer_length_unit, snap_fps, unit_scale,
                            up_to_zup_matrix)
-from ..errors import FileFormatError, PhysmocapError, UnitError, bad_count
+from ..errors import FileFormatError, PhysmocapError, UnitError, bad_count, require_type
 from ..motion import Motion
 from ..skeleton import Skeleton
 from .atomic import atomic_path
@@ -426,6 +426,7 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
         order: rotation order of every joint, intrinsic, as in ``CHANNELS`` (``'ZXY'``).
         decimals: digits after the point for positions and angles.
     """
+    require_type("write_bvh", motion, Motion, "read_bvh(PATH), or Motion(...)")
     if bad_count(decimals, 0) or decimals > 15:
         raise PhysmocapError(f"decimals must be a whole number 0..15, got {decimals!r}")
     order = order.upper()

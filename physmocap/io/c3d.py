@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..conventions import canonical_unit, infer_length_unit, up_to_zup_matrix, unit_scale
-from ..errors import FileFormatError, ShapeError, UnitError, UnknownNameError
+from ..errors import FileFormatError, ShapeError, UnitError, UnknownNameError, require_type
 from ..markers import MarkerTrajectories
 from . import _c3d_child
 from .atomic import atomic_path
@@ -757,6 +757,7 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     """
     import ezc3d
 
+    require_type("write_c3d", markers, MarkerTrajectories, "read_c3d(PATH)")
     pos = np.asarray(markers.pos, dtype=float)
     n_frames, m = pos.shape[0], pos.shape[1]
     if m == 0:

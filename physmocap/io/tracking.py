@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import FileFormatError, PhysmocapError
+from ..errors import FileFormatError, PhysmocapError, require_type
 from ..tracking import POINTS, ThreePointTrack
 from .atomic import atomic_write_text
 from .bvh import _is_float
@@ -74,6 +74,7 @@ def read_tracking(path) -> ThreePointTrack:
 
 def write_tracking(track: ThreePointTrack, path, comment: str | None = None) -> None:
     """Write ``track`` as CSV (atomically), with an optional ``comment`` line on top."""
+    require_type("write_tracking", track, ThreePointTrack, "read_tracking(PATH), extract_track")
     T = track.n_samples
     table = np.concatenate([track.times[:, None],
                             np.concatenate([track.pos, track.rot], axis=-1).reshape(T, 21)],

@@ -51,7 +51,8 @@ import numpy as np
 
 from .. import quat
 from ..errors import (SettingsError, ShapeError, UnknownNameError, bad_number, known_list,
-                      require_counts, require_flags, require_fractions, require_numbers)
+                      require_counts, require_flags, require_fractions, require_numbers,
+                      require_type)
 from ..ik import two_bone_ik_local
 from ..motion import Motion
 from ..skeleton import Skeleton
@@ -139,6 +140,7 @@ def rest_frame(skeleton: Skeleton, joints: tuple[int, int, int] | None = None) -
 def extract_track(motion: Motion) -> ThreePointTrack:
     """Head and wrists of ``motion`` as a tracking recording (times from 0 at the motion's
     rate), e.g. to use a held-out clip as ground truth."""
+    require_type("extract_track", motion, Motion, "read_bvh(PATH)")
     joints = find_tracked_joints(motion.skeleton)
     if motion.n_frames < 2:
         raise ShapeError(f"the clip has {motion.n_frames} frame(s); a tracking recording needs "
@@ -576,6 +578,7 @@ class Avatar:
 
     def __init__(self, db: PoseDatabase, features: FeatureDatabase, track: ThreePointTrack,
                  settings: AvatarSettings = AvatarSettings(), index: SearchIndex | None = None):
+        require_type("Avatar", track, ThreePointTrack, "read_tracking(PATH), extract_track")
         self.s = settings
         self.track = _rel_track(track)
         self.placer = _Placer(db, settings)
@@ -682,6 +685,8 @@ class Avatar:
 def run_avatar(avatar: Avatar, n_frames: int | None = None, progress=None
                ) -> tuple[Motion, AvatarRecord]:
     """Play the whole track (or ``n_frames``); the output ``Motion`` (hips root, world, Z up)."""
+    if n_frames is not None:
+        require_counts("run_avatar", n_frames=n_frames)
     n = int(np.floor(avatar.track.duration / avatar.dt + 1e-6)) + 1 if n_frames is None \
         else int(n_frames)
     sk = avatar.skeleton

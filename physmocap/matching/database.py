@@ -29,7 +29,7 @@ from .. import quat
 from .._arrays import frozen
 from ..conventions import UP
 from ..errors import (FileFormatError, SettingsError, ShapeError, UnknownNameError,
-                      bad_number, known_list)
+                      bad_number, known_list, require_type)
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -633,10 +633,10 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     fps = float(fps)
     if not np.isfinite(fps) or fps <= 0:
         raise ShapeError(f"fps must be a positive number, got {fps!r}")
+    for i, m in enumerate(motions):     # (before the first's skeleton is read)
+        require_type(f"build_database: motion {i}", m, Motion, "read_bvh(PATH)")
     sk = motions[0].skeleton
     for i, m in enumerate(motions):
-        if not isinstance(m, Motion):
-            raise ShapeError(f"motion {i} is not a Motion")
         if not m.skeleton.same_structure(sk):
             raise ShapeError(f"motion {i} ({m.meta.get('path', '?')}) has another skeleton "
                              f"(joints/parents differ from motion 0); retarget it first")
@@ -783,6 +783,7 @@ def save_database(db: PoseDatabase, path) -> None:
     """Write ``db`` to ``path`` as ``.npz`` (no pickles), atomically."""
     from ..io.atomic import atomic_path
 
+    require_type("save_database", db, PoseDatabase, "build_database(motions)")
     tag_names = sorted(db.tags)
     payload = {k: np.asarray(getattr(db, k)) for k in _ARRAYS}
     payload.update(
