@@ -63,7 +63,13 @@ def test_a_script_passing_the_wrong_object_gets_one_line(tmp_path):
     from physmocap.io.tracking import write_tracking
     from physmocap.matching import avatar as av
     from physmocap.matching.database import build_database, save_database
+    from physmocap.markers import MarkerTrajectories
+    from physmocap.matching.retarget import retarget
     from physmocap.playback import track
+    from physmocap.scene import load_body, load_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    markers = MarkerTrajectories(("A",), 100.0, np.zeros((2, 1, 3)))
 
     cases = [(lambda: write_bvh("walk.bvh", tmp_path / "o.bvh"), "write_bvh needs a Motion"),
              (lambda: write_c3d("walk.bvh", tmp_path / "o.c3d"),
@@ -74,7 +80,14 @@ def test_a_script_passing_the_wrong_object_gets_one_line(tmp_path):
              (lambda: av.extract_track("walk.bvh"), "extract_track needs a Motion"),
              (lambda: write_tracking("t.csv", tmp_path / "t.csv"),
               "write_tracking needs a ThreePointTrack"),
-             (lambda: track("walk.bvh"), "track needs a Motion")]
+             (lambda: track("walk.bvh"), "track needs a Motion"),
+             (lambda: retarget("walk.bvh", load_body().skeleton), "retarget needs a Motion"),
+             (lambda: solve_capture("walk.c3d", load_markerset("cmu41"), load_body()),
+              "solve_capture needs a MarkerTrajectories"),
+             (lambda: solve_capture(markers, "cmu41", load_body()),
+              "solve_capture needs a MarkerSetSpec"),
+             (lambda: solve_capture(markers, load_markerset("cmu41"), "humanoid"),
+              "solve_capture needs a BodyTemplate")]
     for call, match in cases:
         with pytest.raises(ShapeError, match=match + r" \(.*\), got str"):
             call()

@@ -14,7 +14,7 @@ import numpy as np
 from .. import quat
 from .._arrays import step_speed
 from ..conventions import up_to_zup_matrix
-from ..errors import SettingsError, UnknownNameError, known_list, require_numbers
+from ..errors import SettingsError, UnknownNameError, known_list, require_numbers, require_type
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
@@ -292,6 +292,8 @@ def retarget(source: Motion, target: Skeleton, name_map: dict[str, str] | None =
     Returns:
         a ``Motion`` on ``target`` with the source's rate.
     """
+    require_type("retarget", source, Motion, "read_bvh(PATH)")
+    require_type("retarget: target", target, Skeleton, "load_body().skeleton")
     if source_rest is None:
         source_rest = reference_pose(source.skeleton, source.meta.get("up") or "z",
                                      source.lrot[0], target, name_map,

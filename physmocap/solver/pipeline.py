@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import __version__
 from ..calibrate import Centre, Subject, calibrate, estimate_scale
-from ..errors import PhysmocapError, UnitError, require_counts
+from ..errors import PhysmocapError, UnitError, require_counts, require_type
 from ..markers import MarkerTrajectories
 from ..motion import Motion
 from ..markers import MarkerSet
@@ -166,6 +166,11 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
     Takes longer than ``checkpoint.BLOCK`` frames are solved physically in blocks of that many
     frames (with or without a checkpoint, so that both give the same result).
     """
+    require_type("solve_capture", markers, MarkerTrajectories, "read_c3d(PATH)")
+    require_type("solve_capture", spec, MarkerSetSpec, "load_markerset(NAME), pick_markerset")
+    require_type("solve_capture", body, BodyTemplate, "load_body()")
+    if static is not None:
+        require_type("solve_capture: static", static, MarkerTrajectories, "read_c3d(PATH)")
     try:
         return _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
                               environment, warm, progress, checkpoint)
