@@ -1335,6 +1335,9 @@ def _version() -> str:
     return f"physmocap {__version__}"
 
 
+_AXIS_OPTIONS = ("--up", "--in-up", "--out-up")
+
+
 def _negative_axes(argv: list[str]) -> list[str]:
     """``--up -z`` as ``--up=-z``: argparse takes a value starting with '-' for an option and
     would say only "expected one argument" for an axis the help lists."""
@@ -1345,9 +1348,6 @@ def _negative_axes(argv: list[str]) -> list[str]:
         else:
             out.append(tok)
     return out
-
-
-_AXIS_OPTIONS = ("--up", "--in-up", "--out-up")
 
 
 def main(argv: list[str] | None = None) -> int:
