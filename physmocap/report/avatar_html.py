@@ -19,7 +19,8 @@ from ..matching.avatar import hand_errors, truth_errors
 from ..motion import Motion
 from ._mpl import pyplot
 from .html import report_page, report_value
-from .mm_html import asked_speeds_text, fig_clips, fig_feet, transition_frames
+from .mm_html import asked_speeds_text, fig_clips, fig_feet, root_path_from_above
+from .play_html import draw_hand_distances
 
 __all__ = ["avatar_report_html", "write_avatar_report"]
 
@@ -38,20 +39,8 @@ def fig_paths(motion: Motion, record, track, truth: Motion | None):
     ax.plot(head[:, 0], head[:, 1], color=_HEAD, lw=1, alpha=0.8, label="headset")
     if truth is not None:
         ax.plot(*truth.root_pos[:, :2].T, "--", color=_TRUTH, lw=1.5, label="truth's hips")
-    ax.plot(*hips[:, :2].T, color=_AVATAR, lw=1.5, label="avatar's hips")
-    sec = slice(0, None, max(1, int(round(motion.fps))))     # a dot each second
-    ax.plot(*hips[sec, :2].T, ".", color=_AVATAR, ms=5)
-    jumps = transition_frames(record.frame)
-    ax.plot(*hips[jumps, :2].T, "|", color="k", ms=7, alpha=0.6, label="transition")
-    ax.plot(*hips[0, :2], "o", color=_AVATAR, ms=8, mfc="none", label="start")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.set_title("from above (a dot each second)", fontsize=10)
-    ax.legend(loc="best", fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return root_path_from_above(fig, ax, hips, "avatar's hips", _AVATAR, motion.fps,
+                                record.frame)
 
 
 def fig_truth(db, motion: Motion, truth: Motion):
@@ -79,16 +68,7 @@ def fig_hands(motion: Motion, record, tolerance: float = 0.01):
     d, ok = hand_errors(motion, record)
     t = _time(motion)
     fig, ax = plt.subplots(figsize=(12, 3.8))
-    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#ff7f0e"))):
-        ax.plot(t, 100.0 * d[:, k], color=colour, lw=0.8, alpha=0.3)
-        ax.plot(t, np.where(ok[:, k], 100.0 * d[:, k], np.nan), color=colour, lw=1.2,
-                label=f"{side} wrist")
-    ax.axhline(100.0 * tolerance, color="k", ls=":", lw=1, label=f"{100 * tolerance:g} cm")
-    within = float(np.mean(d[ok] <= tolerance)) if ok.any() else float("nan")
-    ax.set_title(f"wrist to controller (cm); faint: out of the arm's reach. Reachable "
-                 f"wrist-frames within {100 * tolerance:g} cm: {100 * within:.1f} %", fontsize=10)
-    ax.set_ylabel("distance (cm)")
-    ax.set_xlabel("time (s)")
+    draw_hand_distances(ax, t, d, ok, tolerance, "wrist")
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -51,13 +51,21 @@ def fig_paths(record, source, fps: float):
     fig, ax = plt.subplots(figsize=(7.5, 7.5))
     ax.plot(line[:, 0], line[:, 1], "--", color=_ASKED, lw=1.5, label=f"asked ({kind})")
     ax.plot(sim[:, 0], sim[:, 1], color=_SIM, lw=1, alpha=0.8, label="simulation object")
-    ax.plot(root[:, 0], root[:, 1], color=_ROOT, lw=1.5, label="character root")
+    return root_path_from_above(fig, ax, root, "character root", _ROOT, fps, record.frame)
+
+
+def root_path_from_above(fig, ax, root: np.ndarray, label: str, colour: str, fps: float,
+                         frames):
+    """The root's path ``root (F, 3)`` m on ``ax`` (from above, the figure's other lines drawn
+    already): a dot each second, a tick at each transition of the played database
+    ``frames (F,)``, the start; the axes finished. Returns ``fig``."""
+    ax.plot(root[:, 0], root[:, 1], color=colour, lw=1.5, label=label)
     sec = slice(0, None, max(1, int(round(fps))))    # a dot each second: place and time
-    ax.plot(root[sec, 0], root[sec, 1], ".", color=_ROOT, ms=5)
-    jumps = transition_frames(record.frame)
+    ax.plot(root[sec, 0], root[sec, 1], ".", color=colour, ms=5)
+    jumps = transition_frames(frames)
     ax.plot(root[jumps, 0], root[jumps, 1], "|", color="k", ms=7, alpha=0.6,
             label="transition")
-    ax.plot(*root[0, :2], "o", color=_ROOT, ms=8, mfc="none", label="start")
+    ax.plot(*root[0, :2], "o", color=colour, ms=8, mfc="none", label="start")
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")

@@ -187,21 +187,29 @@ def fig_hands(res: TrackResult, tolerance: float = 0.01):
     d, _, ok = hand_distances(res.motion.skeleton, res.motion.root_pos, res.motion.lrot,
                               res.hand_targets)
     fig, ax = plt.subplots(figsize=(12, 3.8))
-    # (not red: red marks the falls)
-    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#ff7f0e"))):
-        ax.plot(t, 100.0 * d[:, k], color=colour, lw=0.8, alpha=0.3)
-        ax.plot(t, np.where(ok[:, k], 100.0 * d[:, k], np.nan), color=colour, lw=1.2,
-                label=f"{side} hand")
-    ax.axhline(100.0 * tolerance, color="k", ls=":", lw=1, label=f"{100 * tolerance:g} cm")
-    within = float(np.mean(d[ok] <= tolerance)) if ok.any() else float("nan")
-    ax.set_title(f"hand to controller (cm); faint: out of the arm's reach. Reachable "
-                 f"hand-frames within {100 * tolerance:g} cm: {100 * within:.1f} %")
-    ax.set_ylabel("distance (cm)")
-    ax.set_xlabel("time (s)")
+    draw_hand_distances(ax, t, d, ok, tolerance, "hand")
     _time_axes(res, ax)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def draw_hand_distances(ax, t: np.ndarray, d: np.ndarray, ok: np.ndarray, tolerance: float,
+                        what: str) -> None:
+    """Each ``what``'s (hand, wrist) distance ``d (F, 2)`` m from its controller over time
+    ``t (F,)`` s on ``ax``: solid where reachable (``ok (F, 2)``), faint where not; the
+    ``tolerance`` line and, in the title, the reachable share within it."""
+    # (not red: red marks the falls)
+    for k, (side, colour) in enumerate((("left", "#2ca02c"), ("right", "#ff7f0e"))):
+        ax.plot(t, 100.0 * d[:, k], color=colour, lw=0.8, alpha=0.3)
+        ax.plot(t, np.where(ok[:, k], 100.0 * d[:, k], np.nan), color=colour, lw=1.2,
+                label=f"{side} {what}")
+    ax.axhline(100.0 * tolerance, color="k", ls=":", lw=1, label=f"{100 * tolerance:g} cm")
+    within = float(np.mean(d[ok] <= tolerance)) if ok.any() else float("nan")
+    ax.set_title(f"{what} to controller (cm); faint: out of the arm's reach. Reachable "
+                 f"{what}-frames within {100 * tolerance:g} cm: {100 * within:.1f} %")
+    ax.set_ylabel("distance (cm)")
+    ax.set_xlabel("time (s)")
 
 
 def key_frames(res: TrackResult, n: int = 4) -> list[int]:
