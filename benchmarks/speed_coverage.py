@@ -17,7 +17,7 @@ import numpy as np
 from _common import live_database
 
 from physmocap.matching.controller import Controller, run_controller
-from physmocap.matching.coverage import asked_speeds
+from physmocap.matching.coverage import asked_speeds, ranges_text
 from physmocap.matching.metrics import database_figures, foot_skate_mm
 from physmocap.matching.trajectory import Joystick
 
@@ -31,8 +31,7 @@ def main() -> None:
     db, feats = live_database(stand=True)
     feet = tuple(db.contact_joints)
     keeps = asked_speeds(db, np.zeros((1, 3)), 1.0 / db.fps)["database_speeds_m_s"]
-    print(f"live database, {db.n_frames} frames: its clips keep "
-          + ", ".join(f"{a:.2f}-{b:.2f}" for a, b in keeps) + " m/s for 1 s; "
+    print(f"live database, {db.n_frames} frames: its clips keep {ranges_text(keeps)} for 1 s; "
           f"its clips' own foot skate {database_figures(db)[0]:.2f} mm/frame")
     print(f"{'asked (m/s)':>11} | {'uncovered (s)':>13} | {'warned':>6} | foot skate (mm/frame)")
     for v in SPEEDS:

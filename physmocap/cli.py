@@ -498,6 +498,10 @@ def cmd_mm_build(args) -> int:
               f"{db.fps:g} fps) from {len(files)} clips{' + mirrors' if args.mirror else ''}"
               f"{' + a standing clip' if args.stand is not None else ''}, "
               f"{len(db.names) - 1} joints, tags: {', '.join(sorted(db.tags)) or 'none'}")
+        # what a run can ask of it without sliding feet (``matching.coverage``)
+        from .matching.coverage import COVER_S, covered_ranges, ranges_text
+        print(f"  speeds its clips keep for {COVER_S:g} s: {ranges_text(covered_ranges(db))} "
+              "(a run asking for others slides its feet, and says so)")
     return 0
 
 

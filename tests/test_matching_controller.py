@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -128,7 +129,11 @@ def test_cli_build_and_run(data_dir, tmp_path, project_root, capsys):
 
     folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
     clips = [str(f) for f in sorted(folder.glob("*walk_normal_00[1-4].bvh"))]
-    assert main(["mm", "build", *clips, "-o", str(tmp_path / "db.npz"), "-q"]) == 0
+    assert main(["mm", "build", *clips, "-o", str(tmp_path / "db.npz")]) == 0
+    # the speeds its clips keep, said up front (the walks keep about 0.9-1.45 m/s)
+    kept = re.search(r"speeds its clips keep for 1 s: (\S+) m/s", capsys.readouterr().out)
+    lo, hi = map(float, kept.group(1).split("-"))
+    assert 0.8 <= lo <= 1.0 and 1.3 <= hi <= 1.6
     code = main(["mm", "run", str(tmp_path / "db.npz"), "--input",
                  str(project_root / "scenes/inputs/straight_walk.toml"), "-o",
                  str(tmp_path / "o.bvh"), "--report", str(tmp_path / "r.json"),

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ShapeError, require_numbers
 
 __all__ = ["database_speeds", "longest_stretch", "covered_ranges", "uncovered_summary",
-           "asked_speeds", "COVER_S", "TOLERANCE"]
+           "asked_speeds", "ranges_text", "COVER_S", "TOLERANCE"]
 
 #: Seconds one clip must keep a speed (within ``TOLERANCE``) to cover it.
 COVER_S = 1.0
@@ -94,7 +94,8 @@ def covered_ranges(db, step: float = 0.05, cover_s: float = COVER_S
     return out
 
 
-def _ranges_text(ranges) -> str:
+def ranges_text(ranges) -> str:
+    """Speed ranges ``[(low, high), …]`` m/s in words: ``"0.00-0.10, 0.80-1.45 m/s"``."""
     return ", ".join(f"{a:.2f}" if abs(b - a) < 0.005 else f"{a:.2f}-{b:.2f}"
                      for a, b in ranges) + " m/s" if ranges else "no speed for a second"
 
@@ -125,7 +126,7 @@ def uncovered_summary(db, asked: np.ndarray, dt: float, cover_s: float = COVER_S
         stand = " (to stand: a standing clip, mm build --stand)" if lo < 0.05 else ""
         out["text"] = (f"for {bad.sum() * dt:.1f} s the input asks {asked_text}, a speed no "
                        f"clip of the database keeps for {cover_s:g} s (its clips keep "
-                       f"{_ranges_text(ranges)}): expect feet sliding, and a fully physical "
+                       f"{ranges_text(ranges)}): expect feet sliding, and a fully physical "
                        f"body may fall; add clips at that speed{stand}")
     else:
         out["text"] = ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
-from ..matching.coverage import COVER_S, covered_ranges
+from ..matching.coverage import COVER_S, covered_ranges, ranges_text
 from ..matching.metrics import facing_error_series, intended_line, path_distance_series
 from ..motion import Motion
 from ._mpl import pyplot
@@ -181,12 +181,12 @@ def asked_speeds_text(asked: dict | None) -> str | None:
     """The report's ``asked_speeds`` in a line (``matching.coverage``)."""
     if not asked:
         return None
-    keeps = ", ".join(f"{a:.2f}-{b:.2f}" for a, b in asked["database_speeds_m_s"]) or "none"
+    keeps = ranges_text(asked["database_speeds_m_s"])
     if not asked["uncovered_s"]:
-        return f"none (the database's clips keep {keeps} m/s)"
+        return f"none (the database's clips keep {keeps})"
     lo, hi = asked["uncovered_speed_range_m_s"]
     at = f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}-{hi:.2f}"
-    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps} m/s)"
+    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps})"
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
