@@ -555,7 +555,7 @@ def cmd_mm_run(args) -> int:
     rep.update(input=str(scene_path), database=str(args.database), output=str(args.output),
                update_ms=round(1000 * seconds / max(motion.n_frames, 1), 3),
                foot_lock=not args.no_foot_lock)
-    _warn_asked(rep)
+    _warn_coverage(rep)
 
     def write_page(r):
         from .report.mm_html import write_mm_report
@@ -650,11 +650,13 @@ def _need_plots(args) -> None:
         pyplot()
 
 
-def _warn_asked(rep: dict) -> None:
-    """One warning line when the input asked for speeds the database does not move at
-    (``matching.coverage``): the run's feet slide there, and a fully physical body may fall."""
-    if rep.get("asked_speeds", {}).get("warning"):
-        warnings.warn(rep["asked_speeds"]["warning"])
+def _warn_coverage(rep: dict) -> None:
+    """A warning line each when the input asked for speeds the database does not keep, or the
+    character turned faster than its clips do (``matching.coverage``): the run's feet slide
+    there, and a fully physical body may fall."""
+    for key in ("asked_speeds", "turns"):
+        if rep.get(key, {}).get("warning"):
+            warnings.warn(rep[key]["warning"])
 
 
 def _write_reports(args, rep: dict, write_page) -> None:
@@ -828,9 +830,10 @@ def _play_live(args) -> int:
     rep = _with_plan(live.report(), plan)
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
     # the controller's last frames are the reference's (its first placed the body)
-    from .matching.coverage import asked_speeds
+    from .matching.coverage import asked_speeds, fast_turns
     rep["asked_speeds"] = asked_speeds(db, ctrl.record.desired_vel[-rep["frames"]:], ctrl.dt)
-    _warn_asked(rep)
+    rep["turns"] = fast_turns(db, ctrl.record.root_rot[-rep["frames"]:], ctrl.dt)
+    _warn_coverage(rep)
     _write_play_reports(args, live.result, rep)
     if not args.quiet:
         print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
@@ -1027,10 +1030,12 @@ def cmd_avatar(args) -> int:
         raise PhysmocapError(exc.reason, args.truth) from None
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
-    from .matching.coverage import asked_speeds
-    # the speeds the headset asked of motion matching (its controller steps once a frame)
+    from .matching.coverage import asked_speeds, fast_turns
+    # the speeds the headset asked of motion matching, and the turns (its controller steps
+    # once a frame)
     rep["asked_speeds"] = asked_speeds(db, avatar.ctrl.record.desired_vel, 1.0 / db.fps)
-    _warn_asked(rep)
+    rep["turns"] = fast_turns(db, avatar.ctrl.record.root_rot, 1.0 / db.fps)
+    _warn_coverage(rep)
     if physics is not None:
         rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)
         # the simulated avatar's page; the avatar's own figures folded in beside its physics

@@ -12,7 +12,8 @@ from physmocap import quat
 from physmocap.cli import main
 from physmocap.errors import PhysmocapError
 from physmocap.matching.coverage import (COVER_S, _clip_starts, asked_speeds, covered_ranges,
-                                         database_speeds, longest_stretch, uncovered_summary)
+                                         database_speeds, database_turn_rates, fast_turns,
+                                         fastest_kept_turn, longest_stretch, uncovered_summary)
 from physmocap.matching.database import build_database, save_database
 from physmocap.motion import Motion
 from physmocap.skeleton import Skeleton
@@ -20,8 +21,9 @@ from physmocap.skeleton import Skeleton
 FPS = 30.0
 
 
-def _clip(x: np.ndarray, name: str) -> Motion:
-    """A tiny biped whose hips move along +X through ``x (F,)`` m, facing +X."""
+def _clip(x: np.ndarray, name: str, turn: float = 0.0) -> Motion:
+    """A tiny biped whose hips move along +X through ``x (F,)`` m, facing +X, turning on the
+    spot at ``turn`` rad/s."""
     names = ["Hips", "LeftUpLeg", "LeftFoot", "LeftToes", "RightUpLeg", "RightFoot",
              "RightToes", "Spine"]
     parents = [-1, 0, 1, 2, 0, 4, 5, 0]
@@ -29,8 +31,10 @@ def _clip(x: np.ndarray, name: str) -> Motion:
                [0, -0.1, 0], [0, 0, -0.8], [0.1, 0, -0.05], [0, 0, 0.2]]
     F = len(x)
     root = np.column_stack([x, np.zeros(F), np.full(F, 0.9)])
-    return Motion(Skeleton(names, parents, np.array(offsets, float)), FPS, root,
-                  quat.identity((F, len(names))), {"path": f"{name}.bvh"})
+    lrot = quat.identity((F, len(names)))
+    lrot[:, 0] = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), turn * np.arange(F) / FPS)
+    return Motion(Skeleton(names, parents, np.array(offsets, float)), FPS, root, lrot,
+                  {"path": f"{name}.bvh"})
 
 
 def _db(*clips):
@@ -99,6 +103,28 @@ def test_summary_and_warning():
         database_speeds("db.npz")
 
 
+def test_turns_faster_than_any_clip_keeps():
+    """Only faster turns count (a wide curve is followed without sliding); a second of them
+    is warned of."""
+    db = _db(_clip(_steady(1.0, 3.0), "walk"), _clip(_steady(1.0, 3.0), "turn", turn=0.5))
+    np.testing.assert_allclose(database_turn_rates(db)[db.clip_slice(1)], 0.5, atol=0.05)
+    assert fastest_kept_turn(db) == pytest.approx(0.5, abs=0.05)
+    t = np.arange(90) / FPS
+    spin = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), 2.0 * t)       # 2 rad/s, 3 s
+    fast = fast_turns(db, spin, 1.0 / FPS)
+    assert fast["too_fast_s"] >= 2.0 and fast["max_rad_s"] == pytest.approx(2.0, abs=0.01)
+    assert fast["database_keeps_rad_s"] == pytest.approx(0.5, abs=0.05)
+    assert "turned faster than any clip of the database turns for 1 s (up to 2.00 rad/s" in \
+        fast["warning"]
+    for rate in (0.5, 0.2, 0.0):                    # as fast as a clip, or slower: no warning
+        calm = fast_turns(db, quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), rate * t),
+                          1.0 / FPS)
+        assert calm["too_fast_s"] == 0.0 and calm["warning"] is None
+    brief = np.concatenate([spin[:15], np.repeat(spin[14:15], 75, axis=0)])   # 0.5 s of it
+    assert fast_turns(db, brief, 1.0 / FPS)["warning"] is None
+    assert fast_turns(db, spin[:1], 1.0 / FPS)["too_fast_s"] == 0.0
+
+
 def test_mm_run_warns_of_a_speed_the_database_does_not_keep(data_dir, tmp_path, capsys):
     """One warning line on stderr, the figures in the report; none for a covered speed
     (three Bandai-Namco walks, 1.0-1.2 m/s)."""
@@ -123,6 +149,13 @@ def test_mm_run_warns_of_a_speed_the_database_does_not_keep(data_dir, tmp_path, 
             assert rep["uncovered_speed_range_m_s"] == [0.5, 0.5]
         else:
             assert err == "" and rep["uncovered_s"] == 0.0 and rep["warning"] is None
+    # the shipped sharp turns: reversals faster than any of the walks turns
+    code = main(["mm", "run", str(tmp_path / "db.npz"), "--input", "sharp_turns", "-o",
+                 str(tmp_path / "st.bvh"), "--report", str(tmp_path / "st.json"), "-q"])
+    err = capsys.readouterr().err
+    turns = json.loads((tmp_path / "st.json").read_text())["turns"]
+    assert code == 0 and turns["warning"] and turns["warning"] in err
+    assert turns["max_rad_s"] > 2.0 > turns["database_keeps_rad_s"]
 
 
 def test_play_reports_the_asked_speeds_too(data_dir, tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Which speeds a pose database moves at, and whether an input asks for others.
+"""Which speeds (and turn rates) a pose database keeps, and whether a run asks for others.
 
 Motion matching can only play what its database holds. Asked for a speed none of its clips
 moves at, the controller pulls the character's root along at the asked speed while the clip's
@@ -6,9 +6,10 @@ feet keep their own pace, so feet labelled in contact slide; and a fully physica
 that reference falls (``benchmarks/RESULTS.md``, "Live coupling, fully physical": on the
 benchmarks' live database, which walks at 0.9-1.3 m/s, the straight joystick walk stays up at
 0.7-1.3 m/s and falls at 0.5 m/s; this module's measure covers 0.8-1.45 m/s there, so it
-warns at 0.7 m/s, where the reference's feet slide twice as far as at 1.1). A walk that *passes through* a speed (a walk start) is no
-cover: what counts is how long one clip keeps a speed (measured over a second), since matching
-plays on only what one clip holds.
+warns at 0.7 m/s, where the reference's feet slide twice as far as at 1.1). A walk that
+*passes through* a speed (a walk start) is no cover: what counts is how long one clip keeps a
+speed (measured over a second), since matching plays on only what one clip holds. Turning
+faster than any clip keeps spins the root under the clip's feet the same way.
 """
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import numpy as np
 
 from ..errors import ShapeError, require_numbers
 
-__all__ = ["database_speeds", "longest_stretch", "covered_ranges", "uncovered_summary",
-           "asked_speeds", "ranges_text", "COVER_S", "TOLERANCE"]
+__all__ = ["database_speeds", "database_turn_rates", "longest_stretch", "covered_ranges",
+           "uncovered_summary", "asked_speeds", "ranges_text", "fastest_kept_turn", "run_turn_rates",
+           "turn_limit", "fast_turns", "COVER_S", "TOLERANCE"]
 
 #: Seconds one clip must keep a speed (within ``TOLERANCE``) to cover it.
 COVER_S = 1.0
@@ -30,14 +32,32 @@ def database_speeds(db, window_s: float = 1.0) -> np.ndarray:
     """``(N,)`` m/s: each database frame's horizontal speed of the simulation bone (its world
     velocity), averaged over ``window_s`` seconds centred on the frame, within its clip (a
     step's speed swing averaged out; shorter windows at a clip's ends)."""
-    require_numbers("database_speeds", ("window_s",), window_s=window_s)
-    if not hasattr(db, "lvel") or not hasattr(db, "range_starts"):
-        raise ShapeError(f"database_speeds needs a PoseDatabase, got {type(db).__name__}")
+    _need_database("database_speeds", db)
     s = np.linalg.norm(np.asarray(db.lvel[:, 0, :2], float), axis=-1)
-    out = np.empty_like(s)
-    half = int(round(window_s * db.fps / 2))
-    for a, b in zip(np.asarray(db.range_starts), np.asarray(db.range_stops)):
-        c = np.concatenate([[0.0], np.cumsum(s[a:b])])
+    return _window_mean(s, db.range_starts, db.range_stops, db.fps, window_s)
+
+
+def database_turn_rates(db, window_s: float = 1.0) -> np.ndarray:
+    """``(N,)`` rad/s: each database frame's turn rate (the simulation bone's yaw rate, its
+    magnitude), averaged over ``window_s`` seconds centred on the frame, within its clip."""
+    _need_database("database_turn_rates", db)
+    w = np.abs(np.asarray(db.lang[:, 0, 2], float))
+    return _window_mean(w, db.range_starts, db.range_stops, db.fps, window_s)
+
+
+def _need_database(where: str, db) -> None:
+    if not hasattr(db, "lvel") or not hasattr(db, "range_starts"):
+        raise ShapeError(f"{where} needs a PoseDatabase, got {type(db).__name__}")
+
+
+def _window_mean(x: np.ndarray, starts, stops, fps: float, window_s: float = 1.0) -> np.ndarray:
+    """``x (N,)`` averaged over ``window_s`` s centred on each frame, within each of the
+    ranges ``starts[k]:stops[k]`` (shorter windows at their ends)."""
+    require_numbers("coverage", ("window_s", "fps"), window_s=window_s, fps=fps)
+    out = np.empty(len(x))
+    half = int(round(window_s * fps / 2))
+    for a, b in zip(np.asarray(starts), np.asarray(stops)):
+        c = np.concatenate([[0.0], np.cumsum(x[a:b])])
         i = np.arange(b - a)
         lo, hi = np.maximum(i - half, 0), np.minimum(i + half + 1, b - a)
         out[a:b] = (c[hi] - c[lo]) / (hi - lo)
@@ -105,11 +125,11 @@ def uncovered_summary(db, asked: np.ndarray, dt: float, cover_s: float = COVER_S
     one per output frame ``dt`` s apart.
 
     Returns a dict: ``uncovered_s`` (how long the input asked for a speed no clip of the
-    database moves at for ``cover_s``, ``longest_stretch``), ``uncovered_speed_range_m_s`` (``[low, high]`` of those
-    asked speeds, or ``None``), ``database_speeds_m_s`` (``covered_ranges``) and ``text`` (the
-    same in words, ``""`` when nothing is uncovered) and ``warning`` (``text`` when the input
-    asked for uncovered speeds for ``cover_s`` or longer, else ``None``: a moment between
-    speeds is no fault of the database)."""
+    database moves at for ``cover_s``, ``longest_stretch``), ``uncovered_speed_range_m_s``
+    (``[low, high]`` of those asked speeds, or ``None``), ``database_speeds_m_s``
+    (``covered_ranges``), ``text`` (the same in words, ``""`` when nothing is uncovered) and
+    ``warning`` (``text`` when the input asked for uncovered speeds for ``cover_s`` or longer,
+    else ``None``: a moment between speeds is no fault of the database)."""
     require_numbers("uncovered_summary", ("dt",), dt=dt)
     asked = np.asarray(asked, float)
     bad = longest_stretch(database_speeds(db), _clip_starts(db), db.fps, asked) < cover_s
@@ -140,3 +160,59 @@ def asked_speeds(db, desired_vel, dt: float) -> dict:
     ``text`` (``warning`` says it when it matters)."""
     speed = np.linalg.norm(np.asarray(desired_vel, float).reshape(-1, 3)[:, :2], axis=-1)
     return {k: v for k, v in uncovered_summary(db, speed, dt).items() if k != "text"}
+
+
+def fastest_kept_turn(db, cover_s: float = COVER_S) -> float:
+    """rad/s: the fastest turn rate one clip of the database keeps up for ``cover_s`` (the
+    largest, over clips, of the slowest ``database_turn_rates`` in any ``cover_s`` of it)."""
+    rates = database_turn_rates(db)
+    n = max(int(round(cover_s * db.fps)), 1)
+    best = 0.0
+    for a, b in zip(np.asarray(db.range_starts), np.asarray(db.range_stops)):
+        if b - a >= n:
+            windows = np.lib.stride_tricks.sliding_window_view(rates[a:b], n)
+            best = max(best, float(windows.min(axis=1).max()))
+    return best
+
+
+def run_turn_rates(root_rot, dt: float) -> np.ndarray:
+    """``(F,)`` rad/s: how fast a run's root (``root_rot (F, 4)``, frames ``dt`` s apart)
+    turns, averaged over a second as ``database_turn_rates``."""
+    from .trajectory import yaw_of
+    require_numbers("run_turn_rates", ("dt",), dt=dt)
+    q = np.asarray(root_rot, float).reshape(-1, 4)
+    if len(q) < 2:
+        return np.zeros(len(q))
+    rate = np.abs(np.gradient(np.unwrap(yaw_of(q)))) / dt
+    return _window_mean(rate, [0], [len(rate)], 1.0 / dt)
+
+
+def turn_limit(keeps: float) -> float:
+    """rad/s: the turn rate past which a run turns faster than the database's fastest kept
+    turn ``keeps`` (``fastest_kept_turn``), beyond ``TOLERANCE``."""
+    return keeps + max(TOLERANCE[0], TOLERANCE[1] * keeps)
+
+
+def fast_turns(db, root_rot, dt: float, cover_s: float = COVER_S) -> dict:
+    """A report's ``turns``: how long the character's root (``root_rot (F, 4)``, one per
+    frame ``dt`` s apart: a controller record's) turned faster, averaged over a second, than
+    any clip keeps for ``cover_s`` (``fastest_kept_turn``, beyond ``TOLERANCE``).
+
+    Only faster: a slower turn than the clips' (a wide curve) the controller's facing
+    adjustment follows without sliding feet, but a faster one spins the root under the clip's
+    feet (the sharp turns' reversals: ``benchmarks/RESULTS.md``, "Speeds the database keeps").
+    Returns ``too_fast_s``, ``max_rad_s`` (the run's fastest 1-s turn), ``database_keeps_rad_s``
+    and ``warning`` (a line when ``too_fast_s >= cover_s``, else ``None``)."""
+    rate = run_turn_rates(root_rot, dt)
+    keeps = fastest_kept_turn(db, cover_s=cover_s)
+    fast = rate > turn_limit(keeps)
+    out = {"too_fast_s": round(float(fast.sum() * dt), 3),
+           "max_rad_s": round(float(rate.max()), 2) if len(rate) else 0.0,
+           "database_keeps_rad_s": round(keeps, 2), "warning": None}
+    if out["too_fast_s"] >= cover_s:
+        out["warning"] = (f"for {out['too_fast_s']:.1f} s the character turned faster than any "
+                          f"clip of the database turns for {cover_s:g} s (up to "
+                          f"{out['max_rad_s']:.2f} rad/s; its clips keep at most {keeps:.2f}): "
+                          "its feet slide there, and a fully physical body may fall; add clips "
+                          "that turn that fast, or ask for wider turns")
+    return out

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import require_numbers
 from ..motion import Motion
-from .coverage import asked_speeds
+from .coverage import asked_speeds, fast_turns
 from .trajectory import yaw_of
 
 __all__ = ["foot_skate_mm", "database_figures", "jitter", "polyline_distance", "intended_path",
@@ -158,4 +158,6 @@ def run_report(db, motion: Motion, record, source) -> dict:
         "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
         # speeds the input asked for that the database does not move at (feet will slide)
         "asked_speeds": asked_speeds(db, record.desired_vel, dt),
+        # turns faster than any clip keeps (the root spins under the clip's feet)
+        "turns": fast_turns(db, record.root_rot, dt),
     }

@@ -19,7 +19,8 @@ from ..matching.avatar import hand_errors, truth_errors
 from ..motion import Motion
 from ._mpl import pyplot
 from .html import report_page, report_value
-from .mm_html import asked_speeds_text, fig_clips, fig_feet, root_path_from_above
+from .mm_html import (asked_speeds_text, fast_turns_text, fig_clips, fig_feet,
+                      root_path_from_above)
 from .play_html import draw_hand_distances
 
 __all__ = ["avatar_report_html", "write_avatar_report"]
@@ -118,6 +119,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                 if rep.get("truth_jitter") is not None else "")),
             ("transitions", g("transitions")),
             ("speeds asked that no clip keeps", asked_speeds_text(rep.get("asked_speeds"))),
+            ("turns faster than any clip keeps", fast_turns_text(rep.get("turns"))),
             ("latency", None if not lat else
              f"{lat['median']:.2f} ms median, {lat['p99']:.2f} ms p99 per frame")]
     return [(k, v) for k, v in rows if v is not None]

@@ -24,7 +24,8 @@ from ..motion import Motion
 from ._mpl import pyplot
 from .html import report_page, report_value
 
-__all__ = ["mm_report_html", "write_mm_report", "transition_frames", "asked_speeds_text"]
+__all__ = ["mm_report_html", "write_mm_report", "transition_frames", "asked_speeds_text",
+           "fast_turns_text", "root_path_from_above"]
 
 _ROOT, _ASKED, _SIM = "#1f77b4", "#888888", "#ff7f0e"
 
@@ -189,6 +190,14 @@ def asked_speeds_text(asked: dict | None) -> str | None:
     return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps})"
 
 
+def fast_turns_text(turns: dict | None) -> str | None:
+    """The report's ``turns`` in a line (``matching.coverage.fast_turns``)."""
+    if not turns:
+        return None
+    return (f"{turns['too_fast_s']:.1f} s (the run's fastest {turns['max_rad_s']:.2f} rad/s "
+            f"over a second; the database's clips keep up to {turns['database_keeps_rad_s']:.2f})")
+
+
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
     g = report_value(rep)
     rows = [("input", g("input")), ("database", g("database")), ("output", g("output")),
@@ -203,6 +212,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
              f"{rep['foot_skate_mm_database']:.2f})"),
             ("jitter", g("jitter", "{:.1f} m/s³")),
             ("speeds asked that no clip keeps", asked_speeds_text(rep.get("asked_speeds"))),
+            ("turns faster than any clip keeps", fast_turns_text(rep.get("turns"))),
             ("foot lock", g("foot_lock")),
             ("speed", None if rep.get("update_ms") is None else
              f"{rep['update_ms']:.2f} ms per frame; search {rep.get('search_us')} µs median")]

@@ -22,7 +22,7 @@ import numpy as np
 from ..io.atomic import atomic_write_text
 from ._mpl import frame_still, plot_bones, pyplot
 from .html import report_page, report_value
-from .mm_html import asked_speeds_text
+from .mm_html import asked_speeds_text, fast_turns_text
 
 if TYPE_CHECKING:                       # the figures need only its arrays
     from ..playback.track import TrackResult
@@ -302,6 +302,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
             ("look-ahead search (--predict)", _search_text(rep)),
             ("reference's feet in contact slide", g("reference_foot_skate_mm", "{:.1f} mm/frame")),
             ("speeds asked that no clip keeps", asked_speeds_text(rep.get("asked_speeds"))),
+            ("turns faster than any clip keeps", fast_turns_text(rep.get("turns"))),
             ("hands at reachable controllers", None if rep.get("hands") is None
              or rep["hands"].get("within_tolerance_fraction") is None else
              f"{100 * rep['hands']['within_tolerance_fraction']:.1f} % of hand-frames within "
