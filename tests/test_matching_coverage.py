@@ -99,7 +99,7 @@ def test_summary_and_warning():
     json.dumps(rep)
     with pytest.raises(PhysmocapError):
         uncovered_summary(db, np.zeros(3), float("nan"))
-    with pytest.raises(PhysmocapError, match="needs a PoseDatabase, got str"):
+    with pytest.raises(PhysmocapError, match=r"needs a PoseDatabase \(.*\), got str"):
         database_speeds("db.npz")
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError, require_numbers
+from ..errors import require_numbers, require_type
+from .database import PoseDatabase
 
 __all__ = ["database_speeds", "database_turn_rates", "longest_stretch", "covered_ranges",
-           "uncovered_summary", "asked_speeds", "ranges_text", "fastest_kept_turn", "run_turn_rates",
-           "turn_limit", "fast_turns", "COVER_S", "TOLERANCE"]
+           "uncovered_summary", "asked_speeds", "ranges_text", "fastest_kept_turn",
+           "run_turn_rates", "turn_limit", "fast_turns", "COVER_S", "TOLERANCE"]
 
 #: Seconds one clip must keep a speed (within ``TOLERANCE``) to cover it.
 COVER_S = 1.0
@@ -32,7 +33,7 @@ def database_speeds(db, window_s: float = 1.0) -> np.ndarray:
     """``(N,)`` m/s: each database frame's horizontal speed of the simulation bone (its world
     velocity), averaged over ``window_s`` seconds centred on the frame, within its clip (a
     step's speed swing averaged out; shorter windows at a clip's ends)."""
-    _need_database("database_speeds", db)
+    require_type("database_speeds", db, PoseDatabase, "load_database(PATH)")
     s = np.linalg.norm(np.asarray(db.lvel[:, 0, :2], float), axis=-1)
     return _window_mean(s, db.range_starts, db.range_stops, db.fps, window_s)
 
@@ -40,14 +41,9 @@ def database_speeds(db, window_s: float = 1.0) -> np.ndarray:
 def database_turn_rates(db, window_s: float = 1.0) -> np.ndarray:
     """``(N,)`` rad/s: each database frame's turn rate (the simulation bone's yaw rate, its
     magnitude), averaged over ``window_s`` seconds centred on the frame, within its clip."""
-    _need_database("database_turn_rates", db)
+    require_type("database_turn_rates", db, PoseDatabase, "load_database(PATH)")
     w = np.abs(np.asarray(db.lang[:, 0, 2], float))
     return _window_mean(w, db.range_starts, db.range_stops, db.fps, window_s)
-
-
-def _need_database(where: str, db) -> None:
-    if not hasattr(db, "lvel") or not hasattr(db, "range_starts"):
-        raise ShapeError(f"{where} needs a PoseDatabase, got {type(db).__name__}")
 
 
 def _window_mean(x: np.ndarray, starts, stops, fps: float, window_s: float = 1.0) -> np.ndarray:
