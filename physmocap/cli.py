@@ -61,7 +61,7 @@ def load_any(path: Path, unit: str | None = None, up: str | None = None):
         from .io.deepmimic import read_deepmimic
         return read_deepmimic(path)
     raise PhysmocapError(f"unknown file type {suffix or '(none)'!r}; physmocap reads .bvh, .c3d "
-                         f"and DeepMimic .txt clips", path)
+                         f"and DeepMimic .txt clips (and inspect reads mm build's .npz)", path)
 
 
 def refuse_misnamed(**outputs) -> None:
@@ -120,6 +120,25 @@ def summarize_motion(m) -> dict:
     }
 
 
+def summarize_database(db, path) -> dict:
+    """A motion-matching database (``mm build``'s ``.npz``): its clips, rate and joints, and
+    what a run can ask of it without sliding feet (``matching.coverage``)."""
+    from .matching.coverage import covered_ranges, fastest_kept_turn
+    lengths = np.asarray(db.range_stops) - np.asarray(db.range_starts)
+    return {
+        "kind": "database", "path": str(path), "format": "npz",
+        "frames": int(db.n_frames), "fps": float(db.fps),
+        "duration_s": round(db.n_frames / db.fps, 4),
+        "clips": len(db.clip_names), "mirrored_clips": int(np.sum(db.mirrored)),
+        "clip_names": list(db.clip_names),
+        "clip_seconds": [round(float(n) / db.fps, 3) for n in lengths],
+        "joints": len(db.names) - 1, "contact_joints": list(db.contact_joints),
+        "tags": sorted(db.tags), "up": db.up,
+        "speeds_kept_m_s": [[round(a, 2), round(b, 2)] for a, b in covered_ranges(db)],
+        "fastest_kept_turn_rad_s": round(fastest_kept_turn(db), 2),
+    }
+
+
 def summarize_markers(t) -> dict:
     gaps = t.gap_frames()
     F = t.n_frames
@@ -138,7 +157,17 @@ def summarize_markers(t) -> dict:
 def _print_summary(s: dict) -> None:
     p = print
     p(f"{s['path']}")
-    if s["kind"] == "motion":
+    if s["kind"] == "database":
+        from .matching.coverage import ranges_text
+        p(f"  clips      {s['clips']} ({s['mirrored_clips']} mirrored), "
+          f"{s['joints']} joints, feet {' and '.join(s['contact_joints'])}, up axis of its "
+          f"files {s['up']}")
+        p(f"  timing     {s['frames']} frames at {s['fps']:g} fps = {s['duration_s']:.2f} s")
+        p(f"  tags       {', '.join(s['tags']) or 'none'}")
+        p(f"  keeps      speeds {ranges_text(s['speeds_kept_m_s'])}, turns up to "
+          f"{s['fastest_kept_turn_rad_s']:.2f} rad/s, each for a second (a run asking for "
+          "other speeds or faster turns slides its feet)")
+    elif s["kind"] == "motion":
         unit = f"{s['unit']}{' (inferred)' if s['unit_inferred'] else ''}"
         p(f"  skeleton   {s['joints']} joints, root {s['root']}"
           + (f" (static '{s['dropped_root']}' folded in)" if s["dropped_root"] else ""))
@@ -165,8 +194,15 @@ def _print_summary(s: dict) -> None:
 # --- commands ---------------------------------------------------------------------------------
 
 def cmd_inspect(args) -> int:
-    obj = load_any(Path(args.file), unit=args.unit, up=args.up)
-    s = summarize_motion(obj) if hasattr(obj, "skeleton") else summarize_markers(obj)
+    if Path(args.file).suffix.lower() == ".npz":
+        from .matching.database import load_database
+        if args.unit or args.up:
+            args.parser.error("--unit and --up describe a BVH or C3D; a database is in metres, "
+                              "Z up")
+        s = summarize_database(load_database(args.file), args.file)
+    else:
+        obj = load_any(Path(args.file), unit=args.unit, up=args.up)
+        s = summarize_motion(obj) if hasattr(obj, "skeleton") else summarize_markers(obj)
     if args.json:
         print(json.dumps(s, indent=2))
     else:
@@ -1144,8 +1180,10 @@ def build_parser() -> argparse.ArgumentParser:
         _verbosity(sp, argparse.SUPPRESS)
         return sp
 
-    sp = add("inspect", cmd_inspect, "summarise a C3D, BVH or DeepMimic clip")
+    sp = add("inspect", cmd_inspect, "summarise a C3D, BVH or DeepMimic clip, or a motion-matching "
+             "database (the speeds and turns its clips keep)")
     sp.add_argument("file")
+    sp.set_defaults(parser=sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
     sp.add_argument("--unit", help="BVH length unit (m, cm, mm, in, cmu); default: inferred")
     sp.add_argument("--up", help="file's up axis (x, y, z, -y…); default: y for BVH, "

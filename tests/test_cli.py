@@ -25,6 +25,33 @@ def test_inspect_bvh_json(data_dir, capsys):
     assert s["joints"] == 31 and s["fps"] == 120.0 and s["unit"] == "cmu" and s["unit_inferred"]
 
 
+def test_inspect_a_database(data_dir, tmp_path, capsys):
+    """mm build's .npz: its clips and what a run can ask of it (matching.coverage)."""
+    from physmocap.io.bvh import read_bvh
+    from physmocap.matching.coverage import covered_ranges, fastest_kept_turn
+    from physmocap.matching.database import build_database, save_database
+    folder = data_dir / "bvh/bandai-namco/ds2_normal_locomotion"
+    files = sorted(folder.glob("dataset-2_walk*_00[1-2].bvh"))
+    db = build_database([read_bvh(f) for f in files], names=[f.stem for f in files], fps=30,
+                        mirror=True)
+    save_database(db, tmp_path / "db.npz")
+    code, out, _ = run(["inspect", str(tmp_path / "db.npz"), "--json"], capsys)
+    s = json.loads(out)
+    assert code == 0 and s["kind"] == "database" and s["clips"] == 2 * len(files)
+    assert s["mirrored_clips"] == len(files) and s["frames"] == db.n_frames
+    assert s["speeds_kept_m_s"] == [[round(a, 2), round(b, 2)] for a, b in covered_ranges(db)]
+    assert s["fastest_kept_turn_rad_s"] == round(fastest_kept_turn(db), 2) > 0
+    code, out, _ = run(["inspect", str(tmp_path / "db.npz")], capsys)
+    assert code == 0 and f"clips      {2 * len(files)} ({len(files)} mirrored)" in out
+    assert "keeps      speeds " in out and "rad/s" in out
+    with pytest.raises(SystemExit) as exc:                  # a database has no unit to say
+        main(["inspect", str(tmp_path / "db.npz"), "--unit", "cm"])
+    assert exc.value.code == 2
+    (tmp_path / "junk.npz").write_text("not a database")
+    code, _, err = run(["inspect", str(tmp_path / "junk.npz")], capsys)
+    assert code == 1 and "junk.npz: not a pose database" in err
+
+
 def test_inspect_c3d_text(data_dir, capsys):
     code, out, err = run(["inspect", str(data_dir / "c3d/cmu/01_01.c3d")], capsys)
     assert code == 0
