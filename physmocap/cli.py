@@ -866,9 +866,8 @@ def _play_live(args) -> int:
     rep = _with_plan(live.report(), plan)
     rep.update(database=str(args.motion), input=str(scene_path), output=str(args.output))
     # the controller's last frames are the reference's (its first placed the body)
-    from .matching.coverage import asked_speeds, fast_turns
-    rep["asked_speeds"] = asked_speeds(db, ctrl.record.desired_vel[-rep["frames"]:], ctrl.dt)
-    rep["turns"] = fast_turns(db, ctrl.record.root_rot[-rep["frames"]:], ctrl.dt)
+    from .matching.coverage import run_coverage
+    rep.update(run_coverage(db, ctrl.record, ctrl.dt, frames=rep["frames"]))
     _warn_coverage(rep)
     _write_play_reports(args, live.result, rep)
     if not args.quiet:
@@ -1066,11 +1065,10 @@ def cmd_avatar(args) -> int:
         raise PhysmocapError(exc.reason, args.truth) from None
     rep.update(tracking=str(args.tracking), database=str(args.inputs[0]),
                output=str(args.output), truth=args.truth, head_weight=args.head_weight)
-    from .matching.coverage import asked_speeds, fast_turns
-    # the speeds the headset asked of motion matching, and the turns (its controller steps
-    # once a frame)
-    rep["asked_speeds"] = asked_speeds(db, avatar.ctrl.record.desired_vel, 1.0 / db.fps)
-    rep["turns"] = fast_turns(db, avatar.ctrl.record.root_rot, 1.0 / db.fps)
+    from .matching.coverage import run_coverage
+    # the speeds and turns the headset asked of motion matching (its controller steps once a
+    # frame)
+    rep.update(run_coverage(db, avatar.ctrl.record, 1.0 / db.fps))
     _warn_coverage(rep)
     if physics is not None:
         rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)

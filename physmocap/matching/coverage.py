@@ -20,7 +20,8 @@ from .database import PoseDatabase
 
 __all__ = ["database_speeds", "database_turn_rates", "longest_stretch", "covered_ranges",
            "uncovered_summary", "asked_speeds", "ranges_text", "fastest_kept_turn",
-           "run_turn_rates", "turn_limit", "fast_turns", "COVER_S", "TOLERANCE"]
+           "run_turn_rates", "turn_limit", "fast_turns", "run_coverage", "COVER_S",
+           "TOLERANCE"]
 
 #: Seconds one clip must keep a speed (within ``TOLERANCE``) to cover it.
 COVER_S = 1.0
@@ -93,11 +94,16 @@ def covered_ranges(db, step: float = 0.05, cover_s: float = COVER_S
                    ) -> list[tuple[float, float]]:
     """The speed ranges (m/s, each ``(low, high)``) the database covers: speeds on a ``step``
     grid at which one clip moves for at least ``cover_s`` (within ``TOLERANCE``), joined."""
-    speeds = database_speeds(db)
+    return _covered_ranges(database_speeds(db), _clip_starts(db), db.fps, step, cover_s)
+
+
+def _covered_ranges(speeds, starts, fps: float, step: float = 0.05, cover_s: float = COVER_S
+                    ) -> list[tuple[float, float]]:
+    """``covered_ranges`` of ``database_speeds`` and ``_clip_starts`` already at hand."""
     top = float(np.max(speeds)) if len(speeds) else 0.0
     top += max(TOLERANCE[0], TOLERANCE[1] * top)         # the fastest clip covers above it
     grid = np.round(np.arange(0.0, top + step, step), 2)
-    ok = longest_stretch(speeds, _clip_starts(db), db.fps, grid) >= cover_s
+    ok = longest_stretch(speeds, starts, fps, grid) >= cover_s
     out, start = [], None
     for v, c in zip(grid, ok):
         if c and start is None:
@@ -128,8 +134,9 @@ def uncovered_summary(db, asked: np.ndarray, dt: float, cover_s: float = COVER_S
     else ``None``: a moment between speeds is no fault of the database)."""
     require_numbers("uncovered_summary", ("dt",), dt=dt)
     asked = np.asarray(asked, float)
-    bad = longest_stretch(database_speeds(db), _clip_starts(db), db.fps, asked) < cover_s
-    ranges = covered_ranges(db, cover_s=cover_s)
+    speeds, starts = database_speeds(db), _clip_starts(db)
+    bad = longest_stretch(speeds, starts, db.fps, asked) < cover_s
+    ranges = _covered_ranges(speeds, starts, db.fps, cover_s=cover_s)
     out = {"uncovered_s": round(float(bad.sum() * dt), 3),
            "uncovered_speed_range_m_s": [round(float(asked[bad].min()), 2),
                                          round(float(asked[bad].max()), 2)] if bad.any()
@@ -212,3 +219,13 @@ def fast_turns(db, root_rot, dt: float, cover_s: float = COVER_S) -> dict:
                           "its feet slide there, and a fully physical body may fall; add clips "
                           "that turn that fast, or ask for wider turns")
     return out
+
+
+def run_coverage(db, record, dt: float, frames: int | None = None) -> dict:
+    """A run's ``asked_speeds`` and ``turns`` (``asked_speeds``, ``fast_turns``) from its
+    controller record (``desired_vel``, ``root_rot``; ``frames``: its last ones only, the
+    frames a live loop played), for the reports of ``mm run``, ``play`` and ``avatar``."""
+    vel, rot = np.asarray(record.desired_vel), np.asarray(record.root_rot)
+    if frames is not None:
+        vel, rot = vel[-frames:], rot[-frames:]
+    return {"asked_speeds": asked_speeds(db, vel, dt), "turns": fast_turns(db, rot, dt)}

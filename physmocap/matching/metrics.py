@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import require_numbers
 from ..motion import Motion
-from .coverage import asked_speeds, fast_turns
+from .coverage import run_coverage
 from .trajectory import yaw_of
 
 __all__ = ["foot_skate_mm", "database_figures", "jitter", "polyline_distance", "intended_path",
@@ -156,8 +156,7 @@ def run_report(db, motion: Motion, record, source) -> dict:
         "transitions": record.transitions,
         "searches": int(search.size),
         "search_us": round(float(np.median(search) * 1e6), 1) if search.size else None,
-        # speeds the input asked for that the database does not move at (feet will slide)
-        "asked_speeds": asked_speeds(db, record.desired_vel, dt),
-        # turns faster than any clip keeps (the root spins under the clip's feet)
-        "turns": fast_turns(db, record.root_rot, dt),
+        # speeds the input asked for that no clip keeps, turns faster than any clip keeps:
+        # where the feet slide (``coverage``)
+        **run_coverage(db, record, dt),
     }
