@@ -4,7 +4,9 @@ In CI (``CI`` set) a missing data folder is an error, never a skip.
 """
 from __future__ import annotations
 
+import base64
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -78,3 +80,8 @@ def planted_sole_pitch(motion, side: str) -> float:
 
 #: a Bandai-Namco walk (60 fps) several playback tests use
 WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
+
+
+def page_images(html: str) -> list[bytes]:
+    """The PNG figures embedded in a report page (``report.html.report_page``), decoded."""
+    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]

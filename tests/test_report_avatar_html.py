@@ -2,22 +2,16 @@
 self-contained, every figure drawn, with and without the truth, its figures the report's."""
 from __future__ import annotations
 
-import base64
-import re
-
 import numpy as np
 import pytest
 
 from physmocap.io.bvh import read_bvh
 from physmocap.matching import avatar as av
 from physmocap.matching.database import build_database
+from conftest import page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
 ALWAYS = ("Paths", "Hands", "Latency", "Clips", "Feet")
-
-
-def _images(html: str) -> list[bytes]:
-    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +32,7 @@ def test_page_with_the_truth(run):
     db, motion, record, track, truth = run
     rep = dict(av.avatar_report(db, motion, record, truth), tracking="t.csv")
     html = avatar_report_html(db, motion, record, track, rep, truth)
-    images = _images(html)
+    images = page_images(html)
     assert len(images) == len(ALWAYS) + 1 and all(i.startswith(PNG) for i in images)
     for name in ALWAYS + ("Against the truth",):
         assert f"<h2>{name}</h2>" in html
@@ -54,7 +48,7 @@ def test_page_without_the_truth(run):
     db, motion, record, track, _ = run
     rep = av.avatar_report(db, motion, record)
     html = avatar_report_html(db, motion, record, track, rep)
-    assert len(_images(html)) == len(ALWAYS) and "Against the truth" not in html
+    assert len(page_images(html)) == len(ALWAYS) and "Against the truth" not in html
     assert "joints against the truth" not in html
 
 

@@ -2,9 +2,7 @@
 its figures the JSON report's, the CLI paths and errors."""
 from __future__ import annotations
 
-import base64
 import json
-import re
 import sys
 
 import numpy as np
@@ -17,13 +15,10 @@ from physmocap.matching.database import build_database, save_database
 from physmocap.matching.features import compute_features
 from physmocap.matching.metrics import path_distance_series, run_report
 from physmocap.matching.trajectory import Joystick, PathFollower
+from conftest import page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("Paths", "Following the input", "Clips", "Feet")
-
-
-def _images(html: str) -> list[bytes]:
-    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +45,7 @@ def test_page_has_every_figure_and_the_reports_figures(db):
     motion, record = run_controller(ctrl, 6.0)
     rep = dict(run_report(db, motion, record, source), input="square.toml")
     html = mm_report_html(db, motion, record, source, rep)
-    images = _images(html)
+    images = page_images(html)
     assert len(images) == len(SECTIONS) and all(i.startswith(PNG) for i in images)
     for name in SECTIONS:
         assert f"<h2>{name}</h2>" in html
@@ -75,7 +70,7 @@ def test_a_run_of_one_frame_gets_its_page(db):
     rep = run_report(db, motion, record, source)
     assert rep["trajectory_error_m"] is None
     html = mm_report_html(db, motion, record, source, rep)
-    assert len(_images(html)) == len(SECTIONS) and "root from the asked path" not in html
+    assert len(page_images(html)) == len(SECTIONS) and "root from the asked path" not in html
 
 
 def test_cli_writes_the_page(db, tmp_path, capsys):
@@ -88,7 +83,7 @@ def test_cli_writes_the_page(db, tmp_path, capsys):
     assert code == 0 and f"wrote {tmp_path / 'o.bvh'}, {rep}, {page}" in out
     assert json.loads(rep.read_text())["report_html"] == str(page)
     html = page.read_text()
-    assert len(_images(html)) == len(SECTIONS) and "sharp_turns" in html
+    assert len(page_images(html)) == len(SECTIONS) and "sharp_turns" in html
 
 
 def test_cli_page_errors(db, tmp_path, capsys, monkeypatch):

@@ -2,7 +2,6 @@
 falls named and shown, the CLI paths and errors."""
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import re
@@ -16,13 +15,10 @@ from physmocap.cli import main
 from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, track
 from physmocap.scene import load_body
+from conftest import page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("Paths", "Tracking", "Root assist", "Feet", "Key frames")
-
-
-def _images(html: str) -> list[bytes]:
-    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
 
 
 def _standing(body, seconds: float) -> Motion:
@@ -57,7 +53,7 @@ def test_page_says_when_the_body_was_put_back():
     html = play_report_html(res, dict(res.report(), source="standing.bvh", output="sim.bvh"))
     for f in back:
         assert f"put back on its feet at {f['recovered_s']:.2f} s" in html
-    assert len(_images(html)) == len(SECTIONS)
+    assert len(page_images(html)) == len(SECTIONS)
 
 
 def test_page_is_self_contained_and_names_the_fall(limp):
@@ -67,7 +63,7 @@ def test_page_is_self_contained_and_names_the_fall(limp):
     html = play_report_html(limp, rep)
     assert not re.search(r"(src|href)=\"(https?:|//)", html)       # nothing fetched
     assert "<script" not in html and "<link" not in html
-    imgs = _images(html)
+    imgs = page_images(html)
     assert len(imgs) == len(SECTIONS) and all(i.startswith(PNG) and len(i) > 5000 for i in imgs)
     for heading in SECTIONS + ("JSON report",):
         assert f"<h2>{heading}</h2>" in html
@@ -105,7 +101,7 @@ def test_play_writes_the_page_beside_its_reports(tmp_path, capsys):
     assert code == 0 and f"wrote {tmp_path / 'sim.bvh'}, {rep}, {page}" in out
     assert json.loads(rep.read_text())["report_html"] == str(page)
     html = page.read_text()
-    assert len(_images(html)) == len(SECTIONS) and "falls</td><td>none" in html
+    assert len(page_images(html)) == len(SECTIONS) and "falls</td><td>none" in html
     assert "N mean" in html and "assist" in html
 
 
@@ -133,7 +129,7 @@ def test_a_take_of_a_few_frames_gets_its_page(frames):
     frames_shown = key_frames(res)
     assert frames_shown == sorted(set(frames_shown)) and set(frames_shown) <= set(range(frames))
     html = play_report_html(res, res.report())
-    assert len(_images(html)) == len(SECTIONS)
+    assert len(page_images(html)) == len(SECTIONS)
 
 
 def test_summary_says_what_the_look_ahead_search_did():

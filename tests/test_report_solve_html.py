@@ -1,7 +1,6 @@
 """The HTML solve report: self-contained, every figure present, the CLI paths and errors."""
 from __future__ import annotations
 
-import base64
 import re
 import sys
 
@@ -10,12 +9,9 @@ import pytest
 
 from physmocap.cli import main
 from physmocap.errors import PhysmocapError
+from conftest import page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _images(html: str) -> list[bytes]:
-    return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
 
 
 def test_solve_report_html_is_self_contained(demo_solve):
@@ -23,7 +19,7 @@ def test_solve_report_html_is_self_contained(demo_solve):
     # No network: nothing fetched from anywhere, no external script or stylesheet.
     assert not re.search(r"(src|href)=\"(https?:|//)", html)
     assert "<script" not in html and "<link" not in html
-    imgs = _images(html)
+    imgs = page_images(html)
     assert len(imgs) == 7 and all(i.startswith(PNG) and len(i) > 5000 for i in imgs)
     for heading in ("Marker residuals", "Gaps and where the body carried the solve",
                     "Foot plants", "Joint angles", "Foot height and skate", "Joint-limit hits",
@@ -36,7 +32,7 @@ def test_report_command_rebuilds_the_page(demo_solve, tmp_path, capsys):
     out = tmp_path / "again.html"
     assert main(["report", str(demo_solve["json"]), "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
-    assert len(_images(out.read_text())) == 7
+    assert len(page_images(out.read_text())) == 7
     # Several reports: one page beside each; -o with several is refused in one line.
     code = main(["report", str(demo_solve["json"]), str(demo_solve["json"]), "-o", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
