@@ -18,9 +18,8 @@ from ..io.atomic import atomic_write_text
 from ..matching.avatar import hand_errors, truth_errors
 from ..motion import Motion
 from ._mpl import pyplot
-from .html import report_page, report_value
-from .mm_html import (asked_speeds_text, fast_turns_text, fig_clips, fig_feet,
-                      root_path_from_above)
+from .html import asked_speeds_text, fast_turns_text, report_page, report_value
+from .mm_html import fig_clips, fig_feet, root_path_from_above
 from .play_html import draw_hand_distances
 
 __all__ = ["avatar_report_html", "write_avatar_report"]

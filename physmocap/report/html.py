@@ -6,7 +6,8 @@ import html
 import io
 import json
 
-__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE", "report_page", "report_value"]
+__all__ = ["figure_png", "img_tag", "esc", "PAGE_STYLE", "report_page", "report_value",
+           "asked_speeds_text", "fast_turns_text"]
 
 esc = html.escape
 
@@ -59,3 +60,24 @@ def report_value(rep: dict):
         v = rep.get(key)
         return None if v is None else fmt.format(v)
     return value
+
+
+def asked_speeds_text(asked: dict | None) -> str | None:
+    """The report's ``asked_speeds`` in a line (``matching.coverage``)."""
+    if not asked:
+        return None
+    from ..matching.coverage import ranges_text
+    keeps = ranges_text(asked["database_speeds_m_s"])
+    if not asked["uncovered_s"]:
+        return f"none (the database's clips keep {keeps})"
+    lo, hi = asked["uncovered_speed_range_m_s"]
+    at = f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}-{hi:.2f}"
+    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps})"
+
+
+def fast_turns_text(turns: dict | None) -> str | None:
+    """The report's ``turns`` in a line (``matching.coverage.fast_turns``)."""
+    if not turns:
+        return None
+    return (f"{turns['too_fast_s']:.1f} s (the run's fastest {turns['max_rad_s']:.2f} rad/s "
+            f"over a second; the database's clips keep up to {turns['database_keeps_rad_s']:.2f})")

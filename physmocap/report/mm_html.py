@@ -18,14 +18,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
-from ..matching.coverage import COVER_S, covered_ranges, ranges_text
+from ..matching.coverage import COVER_S, covered_ranges
 from ..matching.metrics import facing_error_series, intended_line, path_distance_series
 from ..motion import Motion
 from ._mpl import pyplot
-from .html import report_page, report_value
+from .html import asked_speeds_text, fast_turns_text, report_page, report_value
 
-__all__ = ["mm_report_html", "write_mm_report", "transition_frames", "asked_speeds_text",
-           "fast_turns_text", "root_path_from_above"]
+__all__ = ["mm_report_html", "write_mm_report", "transition_frames", "root_path_from_above"]
 
 _ROOT, _ASKED, _SIM = "#1f77b4", "#888888", "#ff7f0e"
 
@@ -176,26 +175,6 @@ def fig_feet(db, motion: Motion, record):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
-
-
-def asked_speeds_text(asked: dict | None) -> str | None:
-    """The report's ``asked_speeds`` in a line (``matching.coverage``)."""
-    if not asked:
-        return None
-    keeps = ranges_text(asked["database_speeds_m_s"])
-    if not asked["uncovered_s"]:
-        return f"none (the database's clips keep {keeps})"
-    lo, hi = asked["uncovered_speed_range_m_s"]
-    at = f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}-{hi:.2f}"
-    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps})"
-
-
-def fast_turns_text(turns: dict | None) -> str | None:
-    """The report's ``turns`` in a line (``matching.coverage.fast_turns``)."""
-    if not turns:
-        return None
-    return (f"{turns['too_fast_s']:.1f} s (the run's fastest {turns['max_rad_s']:.2f} rad/s "
-            f"over a second; the database's clips keep up to {turns['database_keeps_rad_s']:.2f})")
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:

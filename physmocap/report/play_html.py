@@ -21,8 +21,7 @@ import numpy as np
 
 from ..io.atomic import atomic_write_text
 from ._mpl import frame_still, plot_bones, pyplot
-from .html import report_page, report_value
-from .mm_html import asked_speeds_text, fast_turns_text
+from .html import asked_speeds_text, fast_turns_text, report_page, report_value
 
 if TYPE_CHECKING:                       # the figures need only its arrays
     from ..playback.track import TrackResult
