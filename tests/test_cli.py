@@ -495,7 +495,7 @@ def test_play_says_when_the_body_fell(tmp_path, capsys):
     """A fully physical body without balance feedback falls within 2 s of the demo walk looped to
     4 s: the summary says when and why, as the report's first fall has it (a bare count left
     the user to dig the time out of the JSON)."""
-    from physmocap.cli import _falls_text
+    from physmocap.cli.play import _falls_text
     from physmocap.io.deepmimic import pybullet_motion_path
     clip = str(pybullet_motion_path("humanoid3d_walk.txt"))
     code, out, err = run(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report",
