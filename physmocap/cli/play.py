@@ -63,10 +63,7 @@ def cmd_play(args) -> int:
         if loop is not None:
             print(f"  looped: frames {loop['start']}-{loop['stop']} ({loop['cycle_s']:.2f} s, "
                   f"seam {100 * loop['seam_m']:.1f} cm) repeated to {loop['seconds']:.1f} s")
-        print(f"  {_tracking_text(rep)}; root assist "
-              f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
-              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
-              f"{_falls_text(rep['falls'])}; {_fps_text(rep['frames_per_second'])} frames/s")
+        print(f"  {_playback_text(rep)}; {_fps_text(rep['frames_per_second'])} frames/s")
         _print_physical(rep)
         _print_predictive(rep)
         _print_holds(rep)
@@ -100,6 +97,13 @@ def _looped(motion, seconds: float, path) -> tuple:
     looped = loop_motion(close_cycle(motion[i:j + 1]), loops)
     return looped, {"start": i, "stop": j, "cycle_s": (j - i) / motion.fps, "seam_m": seam,
                     "loops": loops, "seconds": (looped.n_frames - 1) / motion.fps}
+
+
+def _playback_text(rep: dict) -> str:
+    """A playback report's tracking error, root assist, penetration and falls, in one line."""
+    return (f"{_tracking_text(rep)}; root assist {rep['root_assist_force_mean_n']:.0f} N mean, "
+            f"{rep['root_assist_force_max_n']:.0f} max; penetration "
+            f"{rep['penetration_max_mm']:.1f} mm; falls: {_falls_text(rep['falls'])}")
 
 
 def _tracking_text(rep: dict) -> str:
@@ -232,10 +236,7 @@ def _play_live(args) -> int:
     if not args.quiet:
         print(f"{scene_path}: {rep['frames']} frames ({duration:g} s) motion-matched and "
               f"simulated, mode {args.mode}")
-        print(f"  {_tracking_text(rep)}; root assist "
-              f"{rep['root_assist_force_mean_n']:.0f} N mean, {rep['root_assist_force_max_n']:.0f} "
-              f"max; penetration {rep['penetration_max_mm']:.1f} mm; falls: "
-              f"{_falls_text(rep['falls'])}")
+        print(f"  {_playback_text(rep)}")
         _print_physical(rep)
         # where the reference slides its planted feet, a fully physical body cannot follow
         print(f"  the reference's feet in contact slide {rep['reference_foot_skate_mm']:.1f} "
