@@ -58,6 +58,71 @@ def test_inspect_c3d_text(data_dir, capsys):
     assert "42 physical" in out and "120 Hz" in out and "RBAC-1" in out
 
 
+def test_inspect_bvh_text(data_dir, capsys):
+    """The summary in words agrees with the JSON one."""
+    path = str(data_dir / "bvh/cmu/16_57.bvh")
+    code, out, err = run(["inspect", path], capsys)
+    assert code == 0 and err == ""
+    s = json.loads(run(["inspect", path, "--json"], capsys)[1])
+    lo, hi = s["height_range_m"]
+    assert out.splitlines() == [
+        path,
+        f"  skeleton   31 joints, root {s['root']}",
+        f"  timing     {s['frames']} frames at 120 fps = {s['duration_s']:.2f} s",
+        "  file       bvh, unit cmu (inferred), up axis y, rotation orders "
+        + "/".join(s["rotation_orders"]),
+        f"  body       joint heights {lo:.2f} .. {hi:.2f} m (Z up), root travels "
+        f"{s['root_travel_m']:.2f} m"]
+
+
+def test_no_command_prints_the_help_and_is_a_usage_error(capsys):
+    code, out, err = run([], capsys)
+    assert code == 2 and out.startswith("usage: physmocap") and "examples:" in out
+
+
+def test_an_os_error_is_one_line_naming_the_file(monkeypatch, capsys):
+    """A file the library did not open itself (a permission, a full disk): no traceback. Run
+    as root the permission test above cannot fail, so the handler is tested here too."""
+    import physmocap.cli as cli
+
+    def denied(args):
+        raise PermissionError(13, "Permission denied", "out/walk.bvh")
+    monkeypatch.setattr(cli, "cmd_inspect", denied)
+    code, out, err = run(["inspect", "f.c3d"], capsys)
+    assert code == 1 and err == "physmocap: error: out/walk.bvh: Permission denied\n"
+
+
+def test_main_runs_outside_the_main_thread(data_dir, capsys):
+    """A SIGTERM handler can only be set in the main thread: main() called from a worker
+    thread leaves the signals alone and still runs the command."""
+    import threading
+    codes = []
+    t = threading.Thread(target=lambda: codes.append(main(
+        ["-q", "inspect", str(data_dir / "bvh/cmu/16_57.bvh")])))
+    t.start()
+    t.join()
+    assert codes == [0]
+
+
+def test_damage_lines_keep_the_first_three_of_each_kind():
+    """The printed damage summary: counts, at most three swaps and ghosts each (the rest are
+    counted; the JSON report has them all), and a suspect frame rate."""
+    from physmocap.cli.solve import _damage_lines
+    assert _damage_lines(None) == [] and _damage_lines({}) == []
+    swaps = [{"markers": [f"A{i}", f"B{i}"], "frames": [10 * i, 10 * i + 5],
+              "action": "weakened"} for i in range(5)]
+    d = {"summary": {"markers_never_seen": 1, "gap_samples": 0, "blackout_frames": 2,
+                     "nonfinite_samples": 0, "frame_rate_suspect": True},
+         "swaps": swaps, "ghosts": [{"marker": "LKNE", "frames": [3, 4], "action": "ignored"}],
+         "frame_rate": {"declared_hz": 100.0, "action": "kept as declared"}}
+    assert _damage_lines(d) == [
+        "damage: 1 markers never seen (ignored), 2 frames with no marker (interpolated)",
+        "swap: A0/B0 frames 0-4 (weakened)", "swap: A1/B1 frames 10-14 (weakened)",
+        "swap: A2/B2 frames 20-24 (weakened)", "... 2 more swaps in the report",
+        "ghost: LKNE frames 3-3 (ignored)",
+        "frame rate 100 Hz: kept as declared"]
+
+
 @pytest.mark.parametrize("args, pattern", [
     (["inspect", "/nonexistent/x.bvh"], "cannot read"),
     (["inspect", "notes.txt"], "DeepMimic"),
