@@ -37,11 +37,11 @@ EXAMPLES = {
     "batch": "physmocap batch ../shared/data/c3d -o solved/ --workers 2\n"
              "  physmocap batch captures/ -o solved/ --scheduler tcp://10.0.0.5:8786",
     "mm build": "physmocap mm build ../shared/data/bvh/bandai-namco/ds2_normal_locomotion -o db.npz",
+    "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
+              "--report fig8.json",
     "avatar": "physmocap avatar extract held_out.bvh -o track.csv\n"
               "  physmocap avatar db.npz --tracking track.csv -o avatar.bvh --truth held_out.bvh "
               "--report avatar.json",
-    "mm run": "physmocap mm run db.npz --input scenes/inputs/figure_eight.toml -o fig8.bvh "
-              "--report fig8.json",
 }
 
 
