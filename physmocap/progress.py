@@ -22,14 +22,18 @@ class Progress:
         self.stage = None
         self.t0 = time.perf_counter()
         self.last = 0.0
+        self.ended = False       # the stage's end was said (a caller may report it twice)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if stage != self.stage:
-            self.stage, self.t0 = stage, now
         finished = total > 0 and done >= total
+        if stage != self.stage or (self.ended and not finished):   # a stage (again)
+            self.stage, self.t0, self.ended = stage, now, False
+        if finished and self.ended:
+            return
+        self.ended = finished
         if self.tty and (finished or now - self.last > 0.1):
             self.last = now
             frac = done / total if total else 1.0
