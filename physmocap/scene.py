@@ -8,9 +8,10 @@ that looks like a path (has a suffix ``.toml``/``.json`` or a directory separato
 File contracts (see ``scenes/README.md`` and the headers of the shipped files):
 
 * body: ``[meta]`` and ``[[joint]]`` tables with ``name``, ``parent`` (all but the root), ``type``
-  (``free`` root only, ``ball`` with ``swing``/``twist`` degrees, ``hinge`` with a unit ``axis`` and
-  ``limits = [min, max]`` degrees), ``offset`` (m, rest position relative to the parent; the root's
-  is its height above the floor), ``mass`` (kg), ``radius`` (m) and ``end`` (m, leaves' end site).
+  (``free`` root only, ``ball`` with ``swing``/``twist`` degrees (``twist``: ± range or
+  ``[min, max]``), ``hinge`` with a unit ``axis`` and ``limits = [min, max]`` degrees),
+  ``offset`` (m, rest position relative to the parent; the root's is its height above the
+  floor), ``mass`` (kg), ``radius`` (m) and ``end`` (m, leaves' end site).
   Rest pose: T-pose facing +X, left +Y, Z up, every joint frame aligned with the world.
 * marker set: ``[meta]`` (``body`` = the template the offsets were made for), ``[markers]``
   mapping each label to ``{segment, offset, weight = 1, optional = false}``, and optionally
@@ -70,11 +71,14 @@ class BodyTemplate:
             (``offsets[0]`` = root height above the floor) and ``end_sites (J, 3)`` m (NaN if none).
         joint_type: ``(J,)`` ``"free"`` (root), ``"ball"`` or ``"hinge"``.
         axis: ``(J, 3)`` unit hinge axes in the rest (world-aligned) frame; NaN for non-hinges.
-        limits: ``(J, 2)`` rad; hinge: ``(min, max)``; ball: ``(swing half-angle, twist max)``;
-            NaN for the free root.
+        limits: ``(J, 2)`` rad; hinge: ``(min, max)``; ball: ``(swing half-angle, twist
+            half-range)``; NaN for the free root.
         mass: ``(J,)`` kg of the segment each joint drives (> 0).
         radius: ``(J,)`` m, capsule radius of that segment (> 0).
         name: the template's name; ``source``: the file it came from ("" if built in code).
+        twist_mid: ``(J,)`` rad, the middle of a ball joint's twist range (default 0): the
+            range is ``twist_mid ± limits[:, 1]``. A wrist's is not 0: the rest pose holds the
+            palms forward, the forearm fully supinated, and a hanging arm is pronated ~90°.
     """
 
     skeleton: Skeleton
@@ -85,6 +89,7 @@ class BodyTemplate:
     radius: np.ndarray
     name: str = ""
     source: str = ""
+    twist_mid: np.ndarray | None = None
 
     def __post_init__(self):
         if not isinstance(self.skeleton, Skeleton):
@@ -105,6 +110,11 @@ class BodyTemplate:
         object.__setattr__(self, "joint_type", types)
         object.__setattr__(self, "axis", frozen(self.axis, float, (J, 3), "axis"))
         object.__setattr__(self, "limits", frozen(self.limits, float, (J, 2), "limits"))
+        mid = frozen(np.zeros(J) if self.twist_mid is None else self.twist_mid, float, (J,),
+                     "twist_mid")
+        if not np.all(np.isfinite(mid)):
+            raise ShapeError("twist_mid must be finite")
+        object.__setattr__(self, "twist_mid", mid)
         object.__setattr__(self, "mass", mass)
         object.__setattr__(self, "radius", radius)
         object.__setattr__(self, "name", str(self.name))
@@ -153,7 +163,7 @@ class BodyTemplate:
                 raise ShapeError(f"scaled: mass must be a positive number of kg, got {mass_kg!r}")
             mass = self.mass * (mass_kg / self.total_mass)
         return BodyTemplate(self.skeleton.scaled(k), self.joint_type, self.axis, self.limits,
-                            mass, self.radius * k, self.name, self.source)
+                            mass, self.radius * k, self.name, self.source, self.twist_mid)
 
 
     def with_skeleton(self, skeleton: Skeleton) -> "BodyTemplate":
@@ -163,10 +173,10 @@ class BodyTemplate:
             raise ShapeError(f"with_skeleton: the skeleton's joints are not the template "
                              f"{self.name!r}'s")
         other = BodyTemplate(skeleton, self.joint_type, self.axis, self.limits, self.mass,
-                             self.radius, self.name, self.source)
+                             self.radius, self.name, self.source, self.twist_mid)
         k = other.height / self.height
         return BodyTemplate(skeleton, self.joint_type, self.axis, self.limits, self.mass * k ** 3,
-                            self.radius * k, self.name, self.source)
+                            self.radius * k, self.name, self.source, self.twist_mid)
 
 
 @dataclass(frozen=True)
@@ -473,6 +483,20 @@ def _topological(joints: list[dict], ck: _Checker) -> list[dict]:
     return order
 
 
+def _twist_range(v, ck: _Checker, where: str) -> tuple[float, float]:
+    """A ball joint's ``twist`` (degrees): ``T`` for ``[-T, T]``, or ``[min, max]`` for a range
+    that is not centred on the rest pose (a wrist: pronation from the palms-forward rest)."""
+    if isinstance(v, list):
+        lo, hi = (ck.number(x, where, "twist", lo=-180, hi=180)
+                  for x in ck.vector(v, 2, where, "twist"))
+        if not lo < hi:
+            ck.fail(where, f"twist must be a number or [min, max] with min < max, got "
+                           f"[{lo:g}, {hi:g}]")
+        return lo, hi
+    t = ck.number(v, where, "twist", lo=0, hi=180)
+    return -t, t
+
+
 def _parse_body(data: dict, path: Path) -> BodyTemplate:
     ck = _Checker(path)
     ck.keys(data, _BODY_KEYS, ("joint",), "")
@@ -505,7 +529,7 @@ def _parse_body(data: dict, path: Path) -> BodyTemplate:
             "mass": ck.number(row["mass"], where, "mass", lo=0, lo_open=True),
             "radius": ck.number(row["radius"], where, "radius", lo=0, lo_open=True),
             "end": ck.vector(row["end"], 3, where, "end") if "end" in row else [math.nan] * 3,
-            "axis": [math.nan] * 3, "limits": [math.nan, math.nan],
+            "axis": [math.nan] * 3, "limits": [math.nan, math.nan], "twist_mid": 0.0,
         }
         extra = {"hinge": ("swing", "twist"), "ball": ("axis", "limits"),
                  "free": ("axis", "limits", "swing", "twist")}[jtype]
@@ -526,8 +550,10 @@ def _parse_body(data: dict, path: Path) -> BodyTemplate:
             j["limits"] = [math.radians(lo), math.radians(hi)]
         elif jtype == "ball":
             ck.keys(row, _JOINT_KEYS, ("swing", "twist"), where)
+            lo, hi = _twist_range(row["twist"], ck, where)
             j["limits"] = [math.radians(ck.number(row["swing"], where, "swing", lo=0, hi=180)),
-                           math.radians(ck.number(row["twist"], where, "twist", lo=0, hi=180))]
+                           math.radians((hi - lo) / 2)]
+            j["twist_mid"] = math.radians((hi + lo) / 2)
         joints.append(j)
     joints = _topological(joints, ck)
     names = [j["name"] for j in joints]
@@ -537,7 +563,8 @@ def _parse_body(data: dict, path: Path) -> BodyTemplate:
                         [j["end"] for j in joints])
         return BodyTemplate(skel, [j["type"] for j in joints], [j["axis"] for j in joints],
                             [j["limits"] for j in joints], [j["mass"] for j in joints],
-                            [j["radius"] for j in joints], meta.get("name", path.stem), str(path))
+                            [j["radius"] for j in joints], meta.get("name", path.stem), str(path),
+                            [j["twist_mid"] for j in joints])
     except ShapeError as exc:  # pragma: no cover - the checks above should catch everything
         raise FileFormatError(str(exc), path) from None
 

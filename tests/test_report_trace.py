@@ -57,6 +57,24 @@ def test_hinge_angle_is_signed_flexion_and_limits_flag_overflexion():
     assert hit.tolist() == [False, False, True]            # template knee range 0..150 deg
 
 
+def test_the_wrist_twist_range_runs_from_the_rest_to_full_pronation():
+    """The template's wrist twists -10..170° about the left forearm (pronation +), -170..10°
+    about the right: a hanging hand (90°) is inside, the rest pose too, supination past the
+    rest and pronation past 170° are not."""
+    body = load_body()
+    m = _rest(body, F=5)
+    lrot = np.array(m.lrot)
+    for side, sign in (("Left", 1), ("Right", -1)):
+        j = body.names.index(side + "Hand")
+        bone = np.array([0.0, sign, 0.0])               # the forearm's axis, rest frame
+        lrot[:, j] = quat.from_axis_angle(bone, sign * np.radians([0, 90, 165, -20, 178]))
+    m = Motion(body.skeleton, 60.0, m.root_pos, lrot)
+    hit = limit_hits(m, body)
+    for side in ("Left", "Right"):
+        assert hit[:, body.names.index(side + "Hand")].tolist() == [False, False, False, True,
+                                                                     True]
+
+
 def test_fit_marker_offsets_recovers_offsets_despite_a_swap(rng):
     from physmocap.demo import make_demo_capture
     from physmocap.scene import load_markerset

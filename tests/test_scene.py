@@ -263,6 +263,31 @@ radius = 0.03
     assert b.skeleton.parents.tolist() == [-1, 0, 1]
 
 
+def _ball_leg(twist):
+    return _edit(TINY_BODY, 'type = "hinge"\naxis = [0, 1, 0]\nlimits = [0, 120]',
+                 f'type = "ball"\nswing = 30\ntwist = {twist}')
+
+
+def test_a_twist_range_off_the_rest_pose(tmp_path):
+    """``twist = [min, max]``: the range's middle and half-width (a wrist pronates from the
+    palms-forward rest); ``twist = T`` is ``[-T, T]``."""
+    b = load_body(write(tmp_path, "b.toml", _ball_leg("[-10, 170]")))
+    assert np.degrees(b.limits[1]) == pytest.approx([30, 90])
+    assert np.degrees(b.twist_mid) == pytest.approx([0, 80])
+    b = load_body(write(tmp_path, "c.toml", _ball_leg("45")))
+    assert np.degrees(b.limits[1]) == pytest.approx([30, 45]) and b.twist_mid[1] == 0
+    s = b.scaled(1.2)
+    assert np.array_equal(s.twist_mid, b.twist_mid)
+    human = load_body()
+    for side, sign in (("Left", 1), ("Right", -1)):        # pronation: +Y left, -Y right
+        j = human.index(side + "Hand")
+        assert np.degrees(human.twist_mid[j]) == pytest.approx(80 * sign)
+        assert np.array_equal(human.with_skeleton(human.skeleton).twist_mid, human.twist_mid)
+    with pytest.raises(PhysmocapError, match="twist_mid must be finite"):
+        BodyTemplate(human.skeleton, human.joint_type, human.axis, human.limits, human.mass,
+                     human.radius, twist_mid=np.full(len(human), np.nan))
+
+
 def test_scaled_keeps_ratios():
     b = load_body()
     s = b.scaled(1.505)
@@ -317,6 +342,11 @@ BODY_ERRORS = [
      "min < max"),
     ("limits range", lambda t: _edit(t, "limits = [0, 120]", "limits = [0, 400]"),
      "limits must be <= 180"),
+    ("twist order", lambda t: _ball_leg("[170, -10]"), "twist must be a number or "
+     r"\[min, max\] with min < max, got \[170, -10\]"),
+    ("twist range", lambda t: _ball_leg("[-200, 10]"), "twist must be >= -180"),
+    ("twist pair", lambda t: _ball_leg("[1, 2, 3]"), "twist must be a list of 2 numbers"),
+    ("twist negative", lambda t: _ball_leg("-5"), "twist must be >= 0"),
     ("ball with axis", lambda t: _edit(t, 'type = "hinge"', 'type = "ball"'),
      "a ball joint takes no 'axis', 'limits'"),
     ("free non-root", lambda t: _edit(t, 'type = "hinge"', 'type = "free"'),

@@ -221,3 +221,21 @@ def test_bad_physical_settings_are_one_settings_error(field, value):
     with pytest.raises(SettingsError, match=r"min_substeps \(5\) exceeds substeps \(3\)"):
         PhysicalSettings(substeps=3, min_substeps=5)
     assert PhysicalSettings(keep=0.0, tol=0.0, resist=0.0, substeps=1, min_substeps=1)
+
+
+def test_ball_limit_torques_push_back_into_an_off_centre_twist_range():
+    """With ``ball_limits`` a twist range ``mid ± half`` (a wrist: -10..170°) pushes only a
+    joint outside it, back toward the range; inside it (a hanging hand, 90°) nothing."""
+    from physmocap.solver.physical import joint_torques
+    axis = np.array([[0.0, 1.0, 0.0]])
+    lim = np.radians([[60.0, 90.0]])                  # swing 60°, twist half-range 90°
+    mid = np.radians([80.0])
+
+    def tau(twist_deg, ball_limits=True):
+        q = quat.from_axis_angle(axis, np.radians([twist_deg]))
+        return joint_torques(q, q, np.array([False]), np.full((1, 3), np.nan), lim, axis,
+                             kp=1.0, kh=1.0, kl=10.0, ball_limits=ball_limits, twist_mid=mid)[0]
+    assert np.allclose(tau(90.0), 0) and np.allclose(tau(-5.0), 0)
+    assert tau(-30.0)[1] == pytest.approx(10 * np.radians(20.0))       # 20° past -10: pronate
+    assert tau(175.0)[1] == pytest.approx(-10 * np.radians(5.0))       # 5° past 170: supinate
+    assert np.allclose(tau(-30.0, ball_limits=False), 0)               # off: report only

@@ -66,3 +66,27 @@ def test_an_unusable_checkpoint_folder(take, tmp_path):
         pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "file" / "ck")
     with pytest.raises(PhysmocapError, match="checkpoint path exists and is not a folder"):
         pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "file")
+
+
+def test_a_walks_hands_are_inside_the_wrist_range(data_dir):
+    """A walking subject's forearms hang near the thumb-forward mid-position, about 90° of
+    pronation from the template's palms-forward rest. The wrist's twist range runs from the
+    rest to full pronation, so the solve does not report the hands outside it (it reported
+    them in every frame of every capture while the range was centred on the rest)."""
+    import numpy as np
+
+    from physmocap import quat
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import load_body, pick_markerset
+    from physmocap.solver.physical import _swing_twist
+    t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
+    body = load_body()
+    res = pipeline.solve_capture(t, pick_markerset(t.labels), body)
+    hits = res.report["joint_limit_hits"]
+    assert "LeftHand" not in hits and "RightHand" not in hits, hits
+    spec = pipeline.joint_spec_from_body(body, res.motion.skeleton)
+    for side, sign in (("Left", 1), ("Right", -1)):
+        j = body.index(side + "Hand")
+        q = quat.abs_w(res.motion.lrot[:, j])
+        tw = _swing_twist(q, np.tile(spec.twist_axis[j], (len(q), 1)), np.zeros((len(q), 2)))[0]
+        assert 60 < np.degrees(np.median(sign * tw)) < 120, side

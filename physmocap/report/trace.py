@@ -117,7 +117,8 @@ def limit_hits(motion: Motion, body=None) -> np.ndarray:
     q = motion.lrot[:, [idx[j] for j in jb]]                    # (F, B, 4)
     B = len(jb)
     hit = past_limits(q.reshape(-1, 4), np.tile(is_hinge, F), np.tile(axis, (F, 1)),
-                      np.tile(lim, (F, 1)), np.tile(twist, (F, 1))).reshape(F, B)
+                      np.tile(lim, (F, 1)), np.tile(twist, (F, 1)),
+                      twist_mid=np.tile(spec.twist_mid[jb], F)).reshape(F, B)
     out[:, [idx[j] for j in jb]] = hit
     return out
 

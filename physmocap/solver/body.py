@@ -59,9 +59,12 @@ class JointSpec:
     Attributes:
         kind: ``'free'`` (root), ``'ball'`` or ``'hinge'``.
         axis: ``(J, 3)`` hinge axis in the joint's own frame (NaN for non-hinge joints).
-        limits: ``(J, 2)`` radians; hinge: (min, max) angle; ball: (swing half-angle, max |twist|).
+        limits: ``(J, 2)`` radians; hinge: (min, max) angle; ball: (swing half-angle, twist
+            half-range).
         mass: ``(J,)`` kg of the segment that starts at the joint.
         twist_axis: ``(J, 3)`` unit bone direction in the joint frame (for ball-joint twist).
+        twist_mid: ``(J,)`` radians, the middle of a ball joint's twist range (None: 0), as
+            ``BodyTemplate.twist_mid``.
     """
 
     kind: tuple
@@ -69,6 +72,11 @@ class JointSpec:
     limits: np.ndarray
     mass: np.ndarray
     twist_axis: np.ndarray
+    twist_mid: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.twist_mid is None:
+            object.__setattr__(self, "twist_mid", np.zeros(len(self.kind)))
 
 
 def _segment_vectors(skeleton: Skeleton) -> np.ndarray:

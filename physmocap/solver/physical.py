@@ -193,11 +193,11 @@ def _conj_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def joint_torques(q: np.ndarray, target: np.ndarray, hinge: np.ndarray, axis: np.ndarray,
                   limits: np.ndarray, twist_axis: np.ndarray, kp: float, kh: float, kl: float,
-                  ball_limits: bool = False) -> np.ndarray:
+                  ball_limits: bool = False, twist_mid: np.ndarray | None = None) -> np.ndarray:
     """Resistive, hinge and limit torques ``(n, 3)`` N·m for joint rotations ``q (n, 4)``.
 
     ``target``: rotations the resistive term holds the joints near; ``hinge``: ``(n,)`` bool;
-    ``axis``, ``limits``, ``twist_axis`` as in ``JointSpec``. A rotation's axis is the same in
+    ``axis``, ``limits``, ``twist_axis``, ``twist_mid`` (None: 0) as in ``JointSpec``. A rotation's axis is the same in
     parent and child frames, so the torques need no frame change. Runs every sub-step, hence the
     hand-written quaternion maths.
     """
@@ -212,31 +212,36 @@ def joint_torques(q: np.ndarray, target: np.ndarray, hinge: np.ndarray, axis: np
         tau[h] -= kh * (v - ang[:, None] * a) + kl * over[:, None] * a
     if ball_limits and not np.all(hinge):
         b = np.flatnonzero(~hinge)
-        _, over_s, over_t, swing_v, swing = _swing_twist(q[b], twist_axis[b], limits[b])
+        mid = None if twist_mid is None else twist_mid[b]
+        _, over_s, over_t, swing_v, swing = _swing_twist(q[b], twist_axis[b], limits[b], mid)
         tau[b] -= kl * (over_s[:, None] * swing_v / np.maximum(swing, 1e-9)[:, None]
                         + over_t[:, None] * twist_axis[b])
     return tau
 
 
-def _swing_twist(q, t, limits):
-    """Twist angle about ``t`` and swing of ``q``, and how far each is past ``limits``."""
+def _swing_twist(q, t, limits, mid=None):
+    """Twist angle about ``t`` and swing of ``q``, and how far each is past ``limits`` (the
+    twist range is ``mid ± limits[:, 1]``; ``mid`` None: 0)."""
     tw = 2.0 * np.arctan2(np.einsum("ij,ij->i", q[:, :3], t), q[:, 3])
     twist_q = quat.from_axis_angle(t, tw)
     swing_v = quat.to_scaled_axis(quat.mul(q, quat.conj(twist_q)))
     swing = np.linalg.norm(swing_v, axis=-1)
     over_s = np.maximum(swing - limits[:, 0], 0.0)
-    over_t = np.sign(tw) * np.maximum(np.abs(tw) - limits[:, 1], 0.0)
+    off = tw if mid is None else np.angle(np.exp(1j * (tw - mid)))     # wrapped to (-pi, pi]
+    over_t = np.sign(off) * np.maximum(np.abs(off) - limits[:, 1], 0.0)
     return tw, over_s, over_t, swing_v, swing
 
 
 def past_limits(q: np.ndarray, hinge: np.ndarray, axis: np.ndarray, limits: np.ndarray,
-                twist_axis: np.ndarray, margin: float = np.radians(0.5)) -> np.ndarray:
-    """``(n,)`` bool: joints at or past a limit (hinge range; ball swing cone or twist)."""
+                twist_axis: np.ndarray, margin: float = np.radians(0.5),
+                twist_mid: np.ndarray | None = None) -> np.ndarray:
+    """``(n,)`` bool: joints at or past a limit (hinge range; ball swing cone or twist range
+    ``twist_mid ± limits[:, 1]``)."""
     q = quat.abs_w(q)
     v = quat.to_scaled_axis(q)
     ang = np.sum(v * np.nan_to_num(axis), axis=-1)
     hinge_past = (ang < limits[:, 0] + margin) | (ang > limits[:, 1] - margin)
-    _, over_s, over_t, _, _ = _swing_twist(q, twist_axis, limits - margin)
+    _, over_s, over_t, _, _ = _swing_twist(q, twist_axis, limits - margin, twist_mid)
     return np.where(hinge, hinge_past, (over_s > 0) | (over_t != 0))
 
 
@@ -289,6 +294,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         lim = np.where(np.isfinite(lim), lim, np.pi)
         axis_b = np.nan_to_num(js.axis[jb]) if len(jb) else np.zeros((0, 3))
         twist_b = js.twist_axis[jb] if len(jb) else np.zeros((0, 3))
+        mid_b = js.twist_mid[jb] if len(jb) else np.zeros(0)
         body.set_pose(init.root_pos[0], init.lrot[0])
         k_before = None
         k_rot = float(np.median(k_all)) * 0.1 ** 2          # one spring at 10 cm, N·m/rad
@@ -344,14 +350,16 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 q = body.scale_velocities(s.keep)
                 if len(jb):
                     body.set_joint_torques(joint_torques(q, ball_target, is_hinge, axis_b, lim,
-                                                         twist_b, kp, kh, kl, s.ball_limits))
+                                                         twist_b, kp, kh, kl, s.ball_limits,
+                                                         mid_b))
             else:  # ran out of sub-steps: measure the pose the last step left
                 gpos, grot = body.joint_frames()
                 lm = landmarks(gpos, grot, markerset)
             used[f] = sub + 1
             out_root[f], out_lrot[f] = body.get_pose()
             if len(jb):
-                limit_hit[f, jb] = past_limits(out_lrot[f, jb], is_hinge, axis_b, lim, twist_b)
+                limit_hit[f, jb] = past_limits(out_lrot[f, jb], is_hinge, axis_b, lim, twist_b,
+                                               twist_mid=mid_b)
             d = np.linalg.norm(pos[f] - lm, axis=-1)
             residual[f, idx] = d[idx]
             clipped[f, idx] = d[idx] > s.outlier_distance

@@ -62,7 +62,7 @@ def joint_spec_from_body(body: BodyTemplate, skeleton=None) -> JointSpec:
     n = np.linalg.norm(seg, axis=-1, keepdims=True)
     twist = np.where(n > 1e-6, seg / np.maximum(n, 1e-9), [0.0, 0.0, 1.0])
     return JointSpec(tuple(body.joint_type), np.array(body.axis), np.array(body.limits),
-                     np.array(body.mass), twist)
+                     np.array(body.mass), twist, np.array(body.twist_mid))
 
 
 #: How the kinematic reference solves a take frame after frame: each frame starts from the one
@@ -229,7 +229,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
             calibration_frames, repr(environment), warm, repr(centres), ms0.body, ms0.offset,
             ms0.weight,
             body.names, body.skeleton.offsets, np.array(body.limits), np.array(body.mass),
-            np.array(body.axis), tuple(body.joint_type)))
+            np.array(body.axis), tuple(body.joint_type), np.array(body.twist_mid)))
 
     # 2. kinematic reference (also the fast initial pose)
     got = ck.load("kinematic") if ck else None
