@@ -197,9 +197,9 @@ def joint_torques(q: np.ndarray, target: np.ndarray, hinge: np.ndarray, axis: np
     """Resistive, hinge and limit torques ``(n, 3)`` N·m for joint rotations ``q (n, 4)``.
 
     ``target``: rotations the resistive term holds the joints near; ``hinge``: ``(n,)`` bool;
-    ``axis``, ``limits``, ``twist_axis``, ``twist_mid`` (None: 0) as in ``JointSpec``. A rotation's axis is the same in
-    parent and child frames, so the torques need no frame change. Runs every sub-step, hence the
-    hand-written quaternion maths.
+    ``axis``, ``limits``, ``twist_axis``, ``twist_mid`` (None: 0) as in ``JointSpec``. A
+    rotation's axis is the same in parent and child frames, so the torques need no frame change.
+    Runs every sub-step, hence the hand-written quaternion maths.
     """
     tau = -kp * _rotvec(_conj_mul(target, q))
     if np.any(hinge):
