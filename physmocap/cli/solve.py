@@ -110,8 +110,9 @@ def _print_solve(rep: dict) -> None:
     for line in _damage_lines(rep.get("damage")):
         print("  " + line)
     if rep["joint_limit_hits"]:
-        print("  frames outside template joint ranges: " + ", ".join(f"{k} {v} fr" for k, v in
-                                                 rep["joint_limit_hits"].items()))
+        # a hinge is held at its limit (a straight knee): "at", not only "outside"
+        print("  frames at or past a template joint limit: " + ", ".join(
+            f"{k} {v} fr" for k, v in rep["joint_limit_hits"].items()))
     print(f"  solved in {rep['solve_seconds']:.1f} s (physical {rep['frames_per_second']:.0f} "
           f"frames/s)")
     print(f"  wrote {rep['output']}" + (f", {rep['c3d_out']}" if rep.get("c3d_out") else "")
