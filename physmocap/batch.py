@@ -27,9 +27,10 @@ the rule; paths are relative to the input folder::
     "s1/walk_fast.c3d" = "s1/tpose.c3d"
 
 **Resume.** A take is skipped when its done-stamp exists, was made by the same physmocap version
-with the same settings, its input (and static) files are unchanged (size and mtime, else SHA-256)
-and its outputs still have the recorded SHA-256. Every output is written atomically and the stamp
-last, so a run killed at any moment loses no finished take. A take that fails on bad input
+with the same settings and scene files (the marker sets and body they name, by contents), its
+input (and static) files are unchanged (size and mtime, else SHA-256) and its outputs still have
+the recorded SHA-256. Every output is written atomically and the stamp last, so a run killed at
+any moment loses no finished take. A take that fails on bad input
 (``PhysmocapError``) gets a ``.failed.json`` stamp and is not retried until its input or the
 settings change (``force`` retries everything); any other failure (a crash, a lost worker) is
 not stamped and is retried by the next run.
@@ -87,14 +88,22 @@ class BatchSettings:
     clean_c3d: bool = False
 
     def key(self) -> dict:
-        """What a done-stamp must match. A marker set or body given as a file counts by its
-        contents. (Code changes within one physmocap version do not: use ``force``.)"""
+        """What a done-stamp must match. A marker set or body counts by its contents, a shipped
+        name by the file it names (``auto``: every shipped marker set), so new scene data
+        solves again. (Code changes within one physmocap version do not: use ``force``.)"""
         from . import __version__
+        from .scene import _resolve, _shipped
         key = {**asdict(self), "physmocap": __version__, "stamp_format": STAMP_FORMAT}
-        for name in ("markerset", "body"):
+        for name, kind in (("markerset", "markersets"), ("body", "bodies")):
             value = getattr(self, name)
-            if value and Path(value).is_file():
-                key[name + "_sha256"] = _sha256(value)
+            if not value:
+                continue
+            if value == "auto" and name == "markerset":
+                files = [_shipped(kind)[n] for n in sorted(_shipped(kind))]
+            else:
+                files = [_resolve(value, kind, name.replace("markerset", "marker set"))]
+            key[name + "_sha256"] = ([_sha256(f) for f in files] if len(files) > 1
+                                     else _sha256(files[0]))
         return key
 
 

@@ -235,7 +235,27 @@ def test_a_marker_set_file_counts_by_its_contents(tmp_path):
     k1 = BatchSettings(markerset=str(f)).key()
     f.write_text("a = 2\n")
     assert BatchSettings(markerset=str(f)).key() != k1
-    assert "markerset_sha256" not in BatchSettings(markerset="cmu41").key()
+
+
+def test_a_shipped_scene_counts_by_its_contents(tmp_path, monkeypatch, project_root):
+    """New scene data in the same version solves again: a shipped name counts by the file it
+    names, ``auto`` by every shipped marker set (the headband's tilt moved every solved head)."""
+    import shutil
+    scenes = tmp_path / "scenes"
+    shutil.copytree(project_root / "scenes", scenes)
+    monkeypatch.setenv("PHYSMOCAP_SCENES", str(scenes))      # searched first
+    names = ("auto", "cmu41", "plugin_gait_fullbody")
+    before = {m: BatchSettings(markerset=m).key() for m in names}
+    body = BatchSettings().key()
+    with open(scenes / "markersets" / "cmu41.toml", "a") as f:
+        f.write("# edited\n")
+    after = {m: BatchSettings(markerset=m).key() for m in before}
+    assert after["auto"] != before["auto"] and after["cmu41"] != before["cmu41"]
+    assert after["plugin_gait_fullbody"] == before["plugin_gait_fullbody"]
+    assert after["cmu41"]["body_sha256"] == body["body_sha256"]
+    with open(scenes / "bodies" / "humanoid.toml", "a") as f:
+        f.write("# edited\n")
+    assert BatchSettings().key()["body_sha256"] != body["body_sha256"]
 
 
 def test_killed_run_loses_no_finished_take(library, reference, tmp_path):
