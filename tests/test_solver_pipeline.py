@@ -1,16 +1,20 @@
-"""``solver/pipeline.py``'s errors: each names the capture and stops before any work is lost."""
+"""``solver/pipeline.py``: its errors (each names the capture and stops before any work is
+lost), and where a real capture's solve puts the hands and the head."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from physmocap import quat
 from physmocap.errors import PhysmocapError, SettingsError
+from physmocap.io.c3d import read_c3d
+from physmocap.scene import load_body, pick_markerset
 from physmocap.solver import pipeline
+from physmocap.solver.physical import _swing_twist
 
 
 @pytest.fixture(scope="module")
 def take(data_dir):
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
     t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
     t = type(t)(t.labels, t.fps, t.pos[:30], t.is_virtual, t.subject, dict(t.meta))
     return t, pick_markerset(t.labels), load_body()
@@ -73,12 +77,6 @@ def test_a_walks_hands_are_inside_the_wrist_range(data_dir):
     pronation from the template's palms-forward rest. The wrist's twist range runs from the
     rest to full pronation, so the solve does not report the hands outside it (it reported
     them in every frame of every capture while the range was centred on the rest)."""
-    import numpy as np
-
-    from physmocap import quat
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
-    from physmocap.solver.physical import _swing_twist
     t = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
     body = load_body()
     res = pipeline.solve_capture(t, pick_markerset(t.labels), body)
@@ -96,11 +94,6 @@ def test_a_subject_looking_ahead_solves_with_a_level_head(data_dir):
     """The Plug-in Gait static trial (the subject stands looking ahead): the head's forward
     axis within 5° of horizontal. The head's frame is free inside the body, so its tilt is the
     marker set's headband tilt: at 8° (the band is nearer 20°) the head solved 12° up."""
-    import numpy as np
-
-    from physmocap import quat
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
     t = read_c3d(data_dir / "c3d/pig/PiG_Calibration-FlatFoot-Full.c3d")
     res = pipeline.solve_capture(t, pick_markerset(t.labels), load_body())
     head = res.motion.grot[:, res.motion.skeleton.index("Head")]
