@@ -150,6 +150,15 @@ def test_usage_errors_exit_2():
     assert r.returncode == 2
 
 
+def test_the_command_runs_as_a_module_both_ways():
+    """``python -m physmocap`` and ``python -m physmocap.cli`` (cli.py ran as a module before it
+    was a package)."""
+    for mod in ("physmocap", "physmocap.cli"):
+        r = subprocess.run([sys.executable, "-m", mod, "--version"], capture_output=True,
+                           text=True)
+        assert r.returncode == 0 and r.stdout.startswith("physmocap "), (mod, r.stderr)
+
+
 def _commands() -> list[list[str]]:
     """Every command and subcommand of the parser (new commands are covered automatically)."""
     import argparse

@@ -334,6 +334,3 @@ class _Terminated(BaseException):
 def _terminate(signum, frame):
     raise _Terminated()
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
