@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import quat
 from ..errors import (SettingsError, ShapeError, bad_number, require_counts, require_flags,
-                      require_numbers)
+                      require_numbers, require_type)
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from ..skeleton import forward_kinematics_frame
@@ -993,9 +993,8 @@ def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
     body = body or load_body()
     if mode not in MODES:
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
-    if not isinstance(motion, Motion):      # a path, say: an AttributeError below
-        raise ShapeError(f"track needs a Motion (read_bvh(PATH), read_deepmimic(PATH)), got "
-                         f"{type(motion).__name__}")
+    # a path, say: an AttributeError below
+    require_type("track", motion, Motion, "read_bvh(PATH), read_deepmimic(PATH)")
     body = _on_template(motion, body)
     ref = motion
     # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
