@@ -115,13 +115,16 @@ def intended_line(source, record, dt: float) -> tuple[str, np.ndarray]:
                                                          np.array(record.desired_vel), dt)
 
 
-def path_distance_series(source, record, dt: float) -> np.ndarray:
+def path_distance_series(source, record, dt: float, line: np.ndarray | None = None
+                         ) -> np.ndarray:
     """Horizontal distance (m) ``(F,)`` of the character's root from what it was asked to
-    follow (``intended_line``), every frame."""
+    follow (``intended_line``; ``line``: its polyline, where the caller has it), every
+    frame."""
     root = np.array(record.root_pos)
     if hasattr(source, "path_distance"):
         return np.array([source.path_distance(p) for p in root])
-    line = intended_line(source, record, dt)[1]
+    if line is None:
+        line = intended_line(source, record, dt)[1]
     return polyline_distance(root, line) if len(line) > 1 else np.zeros(len(root))
 
 
@@ -134,8 +137,8 @@ def run_report(db, motion: Motion, record, source) -> dict:
     """
     dt = 1.0 / db.fps
     settle = int(round(1.0 / dt))
-    kind = intended_line(source, record, dt)[0]
-    dist = path_distance_series(source, record, dt)[settle:]      # after the first second
+    kind, line = intended_line(source, record, dt)
+    dist = path_distance_series(source, record, dt, line)[settle:]     # after the first second
     face, frac = facing_error_deg(np.array(record.root_rot), np.array(record.desired_rot),
                                   1.0 / dt)
     feet = tuple(n for n in db.contact_joints)
