@@ -86,6 +86,11 @@ def test_summary_and_warning():
     assert slow["warning"] == slow["text"]
     assert "for 1.5 s the input asks 0.50 m/s, a speed no clip of the database keeps" in \
         slow["text"] and re.search(r"keep 0\.9\d-1\.1\d m/s", slow["text"])
+    # two asked speeds 0.01 m/s apart are a range (0.29 - 0.28 < 0.01 in floating point: the
+    # text said 0.28 m/s alone)
+    near = uncovered_summary(db, np.r_[np.full(30, 0.28), np.full(30, 0.29)], dt)
+    assert near["uncovered_speed_range_m_s"] == [0.28, 0.29]
+    assert "the input asks 0.28-0.29 m/s," in near["text"]
     # a moment between speeds (under COVER_S) is said in the text, not warned of
     brief = uncovered_summary(db, np.r_[np.full(30, 1.0), np.full(15, 0.5)], dt)
     assert brief["uncovered_s"] == pytest.approx(0.5) and brief["warning"] is None

@@ -144,7 +144,7 @@ def uncovered_summary(db, asked: np.ndarray, dt: float, cover_s: float = COVER_S
            "database_speeds_m_s": [[round(a, 2), round(b, 2)] for a, b in ranges]}
     if bad.any():
         lo, hi = out["uncovered_speed_range_m_s"]
-        asked_text = f"{lo:.2f} m/s" if hi - lo < 0.01 else f"{lo:.2f}-{hi:.2f} m/s"
+        asked_text = ranges_text([(lo, hi)])
         # asked to stand: a database of walks holds no standing (``mm build --stand``)
         stand = " (to stand: a standing clip, mm build --stand)" if lo < 0.05 else ""
         out["text"] = (f"for {bad.sum() * dt:.1f} s the input asks {asked_text}, a speed no "
