@@ -70,9 +70,8 @@ def asked_speeds_text(asked: dict | None) -> str | None:
     keeps = ranges_text(asked["database_speeds_m_s"])
     if not asked["uncovered_s"]:
         return f"none (the database's clips keep {keeps})"
-    lo, hi = asked["uncovered_speed_range_m_s"]
-    at = f"{lo:.2f}" if hi - lo < 0.005 else f"{lo:.2f}-{hi:.2f}"
-    return f"{asked['uncovered_s']:.1f} s at {at} m/s (the database's clips keep {keeps})"
+    at = ranges_text([asked["uncovered_speed_range_m_s"]])
+    return f"{asked['uncovered_s']:.1f} s at {at} (the database's clips keep {keeps})"
 
 
 def fast_turns_text(turns: dict | None) -> str | None:
