@@ -20,8 +20,9 @@ import numpy as np
 from _common import live_database
 
 from physmocap.matching.controller import Controller, run_controller
-from physmocap.matching.coverage import (asked_speeds, fast_turns, fastest_kept_turn,
-                                         ranges_text, run_turn_rates, turn_limit)
+from physmocap.matching.coverage import (asked_speeds, covered_ranges, fast_turns,
+                                         fastest_kept_turn, ranges_text, run_turn_rates,
+                                         turn_limit)
 from physmocap.matching.metrics import database_figures, foot_skate_mm
 from physmocap.matching.trajectory import Joystick, load_input
 
@@ -36,8 +37,8 @@ def main() -> None:
     db, feats = live_database(stand=True)
     project = Path(__file__).resolve().parents[1]
     feet = tuple(db.contact_joints)
-    keeps = asked_speeds(db, np.zeros((1, 3)), 1.0 / db.fps)["database_speeds_m_s"]
-    print(f"live database, {db.n_frames} frames: its clips keep {ranges_text(keeps)} for 1 s; "
+    print(f"live database, {db.n_frames} frames: its clips keep "
+          f"{ranges_text(covered_ranges(db))} for 1 s; "
           f"its clips' own foot skate {database_figures(db)[0]:.2f} mm/frame")
     print(f"{'asked (m/s)':>11} | {'uncovered (s)':>13} | {'warned':>6} | foot skate (mm/frame)")
     for v in SPEEDS:
@@ -65,14 +66,10 @@ def main() -> None:
 
 
 def _skate(motion, feet, contacts: np.ndarray, sel: np.ndarray) -> float:
-    """``foot_skate_mm`` over the frame pairs both in ``sel (F,)`` (NaN where there are none)."""
-    steps = []
-    for k, name in enumerate(feet):
-        p = motion.gpos[:, motion.skeleton.index(name), :2]
-        both = contacts[1:, k] & contacts[:-1, k] & sel[1:] & sel[:-1]
-        steps.append(np.linalg.norm(np.diff(p, axis=0), axis=-1)[both])
-    s = np.concatenate(steps)
-    return float(1000.0 * s.mean()) if s.size else float("nan")
+    """``foot_skate_mm`` over the frame pairs both in ``sel (F,)`` (NaN where there are none,
+    where ``foot_skate_mm`` says 0)."""
+    c = contacts & sel[:, None]
+    return foot_skate_mm(motion, feet, c) if (c[1:] & c[:-1]).any() else float("nan")
 
 
 if __name__ == "__main__":
