@@ -65,12 +65,18 @@ def cmd_play(args) -> int:
                   f"seam {100 * loop['seam_m']:.1f} cm) repeated to {loop['seconds']:.1f} s")
         print(f"  {_playback_text(rep)}; {_fps_text(rep['frames_per_second'])} frames/s")
         _print_physical(rep)
-        _print_predictive(rep)
-        _print_holds(rep)
-        _print_wrote(args)
+        _print_closing(args, rep)
     if plan is not None:
         checkpoint.remove()
     return 0
+
+
+def _print_closing(args, rep: dict) -> None:
+    """The lines every ``play`` prints last: the ``--predict`` search, the hand holds, the
+    files written."""
+    _print_predictive(rep)
+    _print_holds(rep)
+    _print_wrote(args)
 
 
 def _write_play_reports(args, result, rep: dict, page=None) -> None:
@@ -244,9 +250,7 @@ def _play_live(args) -> int:
         print(f"  {_fps_text(rep['frames_per_second'])} frames/s; latency "
               f"{rep['latency_ms']['median']:.1f} ms median, {rep['latency_ms']['p99']:.1f} ms "
               "p99 per frame")
-        _print_predictive(rep)
-        _print_holds(rep)
-        _print_wrote(args)
+        _print_closing(args, rep)
     if plan is not None:
         checkpoint.remove()
     return 0
