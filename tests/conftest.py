@@ -85,3 +85,13 @@ WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh
 def page_images(html: str) -> list[bytes]:
     """The PNG figures embedded in a report page (``report.html.report_page``), decoded."""
     return [base64.b64decode(s) for s in re.findall(r'src="data:image/png;base64,([^"]+)"', html)]
+
+
+def page_beside_reports(code: int, out: str, output, report, page) -> str:
+    """What a command run with ``-o output --report report --report-html page`` must show: exit
+    0, the three files named in its "wrote" line, the JSON report naming the page. Returns
+    the page's HTML."""
+    import json
+    assert code == 0 and f"wrote {output}, {report}, {page}" in out
+    assert json.loads(report.read_text())["report_html"] == str(page)
+    return page.read_text()

@@ -2,7 +2,6 @@
 its figures the JSON report's, the CLI paths and errors."""
 from __future__ import annotations
 
-import json
 import sys
 
 import numpy as np
@@ -15,7 +14,7 @@ from physmocap.matching.database import build_database, save_database
 from physmocap.matching.features import compute_features
 from physmocap.matching.metrics import path_distance_series, run_report
 from physmocap.matching.trajectory import Joystick, PathFollower
-from conftest import page_images
+from conftest import page_beside_reports, page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("Paths", "Following the input", "Clips", "Feet")
@@ -79,10 +78,7 @@ def test_cli_writes_the_page(db, tmp_path, capsys):
     code = main(["mm", "run", str(tmp_path / "db.npz"), "--input", "sharp_turns",
                  "--duration", "6", "-o", str(tmp_path / "o.bvh"), "--report", str(rep),
                  "--report-html", str(page)])
-    out = capsys.readouterr().out
-    assert code == 0 and f"wrote {tmp_path / 'o.bvh'}, {rep}, {page}" in out
-    assert json.loads(rep.read_text())["report_html"] == str(page)
-    html = page.read_text()
+    html = page_beside_reports(code, capsys.readouterr().out, tmp_path / "o.bvh", rep, page)
     assert len(page_images(html)) == len(SECTIONS) and "sharp_turns" in html
 
 

@@ -3,7 +3,6 @@ falls named and shown, the CLI paths and errors."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import sys
 
@@ -15,7 +14,7 @@ from physmocap.cli import main
 from physmocap.motion import Motion
 from physmocap.playback import TrackingSettings, track
 from physmocap.scene import load_body
-from conftest import page_images
+from conftest import page_beside_reports, page_images
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("Paths", "Tracking", "Root assist", "Feet", "Key frames")
@@ -97,10 +96,7 @@ def test_play_writes_the_page_beside_its_reports(tmp_path, capsys):
     page, rep = tmp_path / "play.html", tmp_path / "play.json"
     code = main(["play", clip, "-o", str(tmp_path / "sim.bvh"), "--report", str(rep),
                  "--report-html", str(page)])
-    out = capsys.readouterr().out
-    assert code == 0 and f"wrote {tmp_path / 'sim.bvh'}, {rep}, {page}" in out
-    assert json.loads(rep.read_text())["report_html"] == str(page)
-    html = page.read_text()
+    html = page_beside_reports(code, capsys.readouterr().out, tmp_path / "sim.bvh", rep, page)
     assert len(page_images(html)) == len(SECTIONS) and "falls</td><td>none" in html
     assert "N mean" in html and "assist" in html
 
