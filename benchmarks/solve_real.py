@@ -6,8 +6,11 @@ For every capture: marker RMS (inliers, and all samples), the worst marker error
 inlier marker over 40 mm, outliers, foot skate during detected plants, physical frames/s.
 For cmu/16_57: distance of the solved hips, knees and ankles to the Vicon joint centres stored in
 the same file (never used as input), after one similarity transform for the whole take.
-For the Plug-in Gait walk: the solved knee flexion (angle between thigh and shank) against the
-LKneeAngles / RKneeAngles that Plug-in Gait stored in the file.
+For the Plug-in Gait walk and static trial: every solved segment's frame against the segment
+frame Plug-in Gait stored in the file (PELO/PELA/PELL/PELP, ...): the fixed angle between the
+two and what is left over the take once it is taken out (``physmocap.solver.compare``); and the
+solved knee flexion (angle between thigh and shank) against Plug-in Gait's LKneeAngles /
+RKneeAngles.
 """
 from __future__ import annotations
 
@@ -30,6 +33,30 @@ def save_plot(fig, path) -> None:
 
 LEG = {"Left": ("LHJ0", "LFE0", "LTI0"), "Right": ("RHJ0", "RFE0", "RTI0")}
 JOINTS = ("UpperLeg", "LowerLeg", "Foot")          # hip, knee, ankle of the template
+
+# Plug-in Gait's segment frames (3-letter prefix of its O/A/L/P points) and ours, with the
+# segment's long axis in our rest frame (Z up, X forward, the left arm along +Y)
+PIG_SEGMENTS = [("PEL", "Hips", "z"), ("TRX", "Chest", "z"), ("HED", "Head", "z")] + [
+    (s + p, side + ours, ax) for s, side in (("L", "Left"), ("R", "Right"))
+    for p, ours, ax in (("CL", "Shoulder", "y"), ("HU", "UpperArm", "y"), ("RA", "LowerArm", "y"),
+                        ("HN", "Hand", "y"), ("FE", "UpperLeg", "z"), ("TI", "LowerLeg", "z"),
+                        ("FO", "Foot", "x"), ("TO", "Toes", "x"))]
+
+
+def pig_segment_lines(motion, allp) -> list[str]:
+    """One line per Plug-in Gait segment: ours against Plug-in Gait's frame over the take."""
+    from physmocap import quat
+    from physmocap.solver.compare import frames_from_points, segment_agreement
+    rot = quat.to_matrix(motion.grot)
+    lines = []
+    for key, ours, ax in PIG_SEGMENTS:
+        ref = frames_from_points(*(allp.pos[:, allp.index(key + c)] for c in "OALP"))
+        a = segment_agreement(rot[:, motion.skeleton.index(ours)], ref,
+                              np.eye(3)["xyz".index(ax)])
+        lines.append(f"      {key} {ours:<14} fixed {a['offset_deg']:5.1f}  left over: median "
+                     f"{a['residual_median_deg']:4.1f} (twist {a['twist_median_deg']:4.1f}, "
+                     f"swing {a['swing_median_deg']:4.1f}), p95 {a['residual_p95_deg']:4.1f}")
+    return lines
 
 
 def similarity(a: np.ndarray, b: np.ndarray):
@@ -140,6 +167,9 @@ def main() -> None:
                     out.append(f"{side[0]}{what} {1000 * np.nanmean(dd):.1f}")
             print("    solved vs Plug-in Gait joint centres (mm, mean over frames): "
                   + ", ".join(out))
+            print("    solved segment frames vs Plug-in Gait's (deg; 'fixed': the one rotation "
+                  "between them, less a renaming of axes; 'left over': what moves apart):")
+            print("\n".join(pig_segment_lines(r.motion, allp)))
             if args.pig_axes:
                 from physmocap import quat
                 own = solve_capture(t, pick_markerset(t.labels), body).motion  # no static

@@ -1,0 +1,104 @@
+"""How far solved segments turn from another solver's segments over a take.
+
+Two solvers (ours and Plug-in Gait, say) give each segment its own frame: their axes are chosen
+differently (Plug-in Gait's foot points its Z from toe to heel), and they sit a few degrees
+apart (a thigh's twist, set by a wand marker there and by a knee axis here). What tells whether
+the two *move* alike is the rotation between the two frames over time: a rigid pair keeps it
+fixed. So ``segment_agreement`` takes out one fixed rotation per segment (the mean, projected
+onto the rotations) and reports what is left, split into a twist about the segment's long axis
+and a swing of that axis. Evaluation only: nothing here feeds a solve.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import quat
+from ..errors import ShapeError
+
+__all__ = ["frames_from_points", "segment_agreement"]
+
+
+def _nearest_rotation(m: np.ndarray) -> np.ndarray:
+    """The rotation ``(..., 3, 3)`` nearest each ``m`` (SVD, determinant +1)."""
+    u, _, vt = np.linalg.svd(m)
+    d = np.ones(m.shape[:-1])
+    d[..., 2] = np.sign(np.linalg.det(u @ vt))
+    return (u * d[..., None, :]) @ vt
+
+
+def frames_from_points(origin, anterior, lateral, proximal) -> np.ndarray:
+    """Segment frames ``(F, 3, 3)`` (columns: X, Y, Z in the world) from a Plug-in Gait style
+    origin and three axis end points, each ``(F, 3)`` m (``PELO``, ``PELA``, ``PELL``,
+    ``PELP``: X toward A, Y toward L, Z toward P), made exactly orthonormal. A frame with a
+    missing (NaN) point is NaN."""
+    pts = [np.asarray(p, dtype=float) for p in (origin, anterior, lateral, proximal)]
+    if any(p.ndim != 2 or p.shape[1] != 3 or p.shape != pts[0].shape for p in pts):
+        raise ShapeError("frames_from_points: origin and axis points must be (F, 3) arrays "
+                         f"of one shape, got {[p.shape for p in pts]}")
+    m = np.stack([p - pts[0] for p in pts[1:]], axis=-1)            # (F, 3, 3), axes as columns
+    bad = ~np.isfinite(m).all((1, 2))
+    m[bad] = np.eye(3)
+    r = _nearest_rotation(m)
+    r[bad] = np.nan
+    return r
+
+
+def _angle_deg(r: np.ndarray) -> np.ndarray:
+    """Rotation angle (deg) of rotation matrices ``(..., 3, 3)``."""
+    c = (np.trace(r, axis1=-2, axis2=-1) - 1.0) / 2.0
+    return np.degrees(np.arccos(np.clip(c, -1.0, 1.0)))
+
+
+def _axis_permutation(r: np.ndarray) -> np.ndarray:
+    """The signed axis permutation nearest a rotation ``(3, 3)``: the two frames' naming of
+    their axes, told apart from the angle they really sit apart."""
+    p = np.zeros((3, 3))
+    rows = np.argmax(np.abs(r), axis=0)
+    p[rows, np.arange(3)] = np.sign(r[rows, np.arange(3)])
+    if len(set(rows)) < 3 or np.linalg.det(p) < 0:      # no clean naming: keep the rotation
+        return np.eye(3)
+    return p
+
+
+def segment_agreement(ours: np.ndarray, ref: np.ndarray, axis) -> dict:
+    """How one segment's solved frames ``ours`` and a reference's ``ref`` (both ``(F, 3, 3)``,
+    columns = axes in the world; NaN frames of ``ref`` are skipped) turn apart over a take.
+
+    ``axis``: the segment's long axis in our frame ``(3,)`` (a thigh's +Z), about which the
+    residual's twist is measured. Returns degrees:
+
+    - ``offset_deg``: the fixed rotation between the two frames, less the renaming of axes
+      nearest it (a foot frame whose Z runs along the sole is renamed, not 90° off);
+    - ``residual_median_deg``, ``residual_p95_deg``: the rotation left each frame once the
+      fixed one is taken out (0 for two frames rigidly attached to one segment);
+    - ``twist_median_deg``, ``swing_median_deg``: the residual's turn about ``axis`` and the
+      turn of ``axis`` itself (medians of their sizes);
+    - ``frames``: frames compared.
+    """
+    ours, ref = np.asarray(ours, dtype=float), np.asarray(ref, dtype=float)
+    if ours.ndim != 3 or ours.shape[1:] != (3, 3) or ref.shape != ours.shape:
+        raise ShapeError(f"segment_agreement: ours and ref must be (F, 3, 3) of one shape, got "
+                         f"{ours.shape} and {ref.shape}")
+    a = np.asarray(axis, dtype=float)
+    if a.shape != (3,) or not np.isfinite(a).all() or np.linalg.norm(a) < 1e-9:
+        raise ShapeError(f"segment_agreement: axis must be a non-zero (3,) vector, got {axis!r}")
+    a = a / np.linalg.norm(a)
+    ok = np.isfinite(ref).all((1, 2)) & np.isfinite(ours).all((1, 2))
+    if not ok.any():
+        raise ShapeError("segment_agreement: no frame where both frames are known")
+    m = np.swapaxes(ours[ok], 1, 2) @ ref[ok]          # the reference's frame in ours, per frame
+    fixed = _nearest_rotation(m.mean(0))
+    resid = m @ fixed.T                                 # our frame -> the reference's, in ours
+    # twist about the axis: the rotation's component about it (swing-twist split)
+    q = quat.from_matrix(resid)
+    twist = np.degrees(2.0 * np.arctan2(np.abs(q[:, :3] @ a), q[:, 3]))
+    swing = np.degrees(np.arccos(np.clip(np.einsum("fij,j,i->f", resid, a, a), -1.0, 1.0)))
+    ang = _angle_deg(resid)
+    return {
+        "offset_deg": float(_angle_deg(fixed @ _axis_permutation(fixed).T)),
+        "residual_median_deg": float(np.median(ang)),
+        "residual_p95_deg": float(np.percentile(ang, 95)),
+        "twist_median_deg": float(np.median(twist)),
+        "swing_median_deg": float(np.median(swing)),
+        "frames": int(ok.sum()),
+    }
