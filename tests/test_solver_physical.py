@@ -9,7 +9,7 @@ from physmocap.io.bvh import read_bvh
 from physmocap.solver.body import PhysicsBody
 from physmocap.errors import SettingsError
 from physmocap.solver.physical import (PhysicalSettings, landmarks, plant_anchors,
-                                       solve_physical)
+                                       plant_weights, solve_physical)
 from physmocap.solver.synthetic import place_markers, synthesize
 
 
@@ -162,6 +162,39 @@ def test_plant_anchors_one_place_per_interval():
     assert np.all(a[2:6, 0, 2] == 0.0)  # never below the floor
 
 
+def test_plant_weights_ramp_in_and_out_within_each_interval():
+    act = np.zeros((20, 2), bool)
+    act[2:12, 0] = True          # 10 frames
+    act[14:17, 0] = True         # 3 frames: shorter than two ramps
+    act[:, 1] = True             # the whole take
+    w = plant_weights(act, 2)
+    assert np.all(w[~act] == 0.0)
+    assert np.allclose(w[2:12, 0], [1 / 3, 2 / 3, 1, 1, 1, 1, 1, 1, 2 / 3, 1 / 3])
+    assert np.allclose(w[14:17, 0], [1 / 3, 2 / 3, 1 / 3])
+    assert w[0, 1] == w[-1, 1] == 1 / 3 and np.all(w[2:-2, 1] == 1.0)
+    assert np.array_equal(plant_weights(act, 0), act.astype(float))
+
+
+def test_a_foot_point_does_not_jump_when_the_other_one_lets_go(truth, markers):
+    """Two plants on one foot whose anchors disagree by 1 cm (a heel and a toe, each the median
+    of its own interval): the toe's lets go at frame 15. Switched off at once it let the heel
+    jump; ramped (``plant_ramp``) the heel's largest step is less than half as big."""
+    still = truth[[0] * 30]
+    pos = synthesize(still, markers, noise_m=0.0, rng=np.random.default_rng(1))
+    sk = truth.skeleton
+    rows = np.flatnonzero(markers.body == sk.index("LeftFoot"))[:2]
+    anchors = np.full((30, 2, 3), np.nan)
+    anchors[:, 0] = pos[0, rows[0]]
+    anchors[:15, 1] = pos[0, rows[1]] + [0.01, 0.0, 0.0]
+    steps = []
+    for ramp in (0.0, PhysicalSettings().plant_ramp):
+        r = solve_physical(sk, markers, pos, truth.fps, init=still, anchors=anchors,
+                           anchor_rows=rows, settings=PhysicalSettings(plant_ramp=ramp))
+        heel = r.constraint_points[:, 0]
+        steps.append(np.linalg.norm(np.diff(heel, axis=0), axis=-1)[5:25].max())
+    assert steps[0] > 2e-4 and steps[1] < 0.5 * steps[0]
+
+
 def test_error_paths(truth, markers):
     pos = np.zeros((5, len(markers), 3))
     with pytest.raises(ShapeError, match="do not fit"):
@@ -174,6 +207,10 @@ def test_error_paths(truth, markers):
     with pytest.raises(ShapeError, match="anchor"):
         solve_physical(truth.skeleton, markers, pos, 60, init=truth[:1],
                        anchors=np.zeros((5, 1, 3)))
+    with pytest.raises(ShapeError, match=r"anchor_weight must be \(F, K\) = \(5, 1\)"):
+        solve_physical(truth.skeleton, markers, pos, 60, init=truth[:1],
+                       anchors=np.zeros((5, 1, 3)), anchor_rows=np.array([0]),
+                       anchor_weight=np.ones((5, 2)))
 
 
 def test_hand_hold_pins_the_palm(tmp_path):
@@ -209,7 +246,7 @@ object = "bar"
 @pytest.mark.parametrize("field, value", [
     ("stiffness", 0.0), ("outlier_distance", float("nan")), ("timestep", -1.0),
     ("mass_floor", 0.0), ("tol", -1e-4), ("plant_stiffness", float("inf")), ("resist", "x"),
-    ("keep", 1.5), ("substeps", 0), ("min_substeps", 2.5), ("predict", 1),
+    ("keep", 1.5), ("substeps", 0), ("min_substeps", 2.5), ("predict", 1), ("plant_ramp", -0.01),
     ("ball_limits", None),
 ])
 def test_bad_physical_settings_are_one_settings_error(field, value):

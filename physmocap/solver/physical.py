@@ -27,7 +27,8 @@ from ..motion import Motion
 from ..skeleton import Skeleton
 from .body import JointSpec, PhysicsBody, _segment_vectors
 
-__all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors"]
+__all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors",
+           "plant_weights"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class PhysicalSettings:
         plant_stiffness: N/m of the spring pinning a planted foot or held hand. (PyBullet's
             hard point constraints were tried instead: with velocities damped every sub-step
             they converge slowly and skated 2x more.)
+        plant_ramp: s over which a plant's spring takes hold after it starts, and lets go
+            before it ends (``plant_weights``). A heel and a toe planted together pull the foot
+            a little apart: switched on or off at once, the other one jumped up to 3.3 mm in a
+            frame. Longer ramps move the foot more within the plant (0.03-0.08 s: up to 3.2
+            mm a frame in the real captures; 0.02: 1.8 at most).
         predict: warm-start each frame at constant velocity from the two previous equilibria.
         resist: stiffness of the resistive joint torques that hold each joint near its
             warm-start rotation, as a fraction of one marker spring at 10 cm (N·m/rad); small
@@ -68,6 +74,7 @@ class PhysicalSettings:
     keep: float = 0.3
     mass_floor: float = 0.05
     plant_stiffness: float = 50000.0
+    plant_ramp: float = 0.02
     predict: bool = True
     resist: float = 0.02
     hinge_stiffness: float = 2.0
@@ -78,7 +85,8 @@ class PhysicalSettings:
         # one clear line for a bad value when the settings are made, not inside PyBullet later
         positive = ("stiffness", "outlier_distance", "timestep", "mass_floor")
         require_numbers("PhysicalSettings", positive, **{n: getattr(self, n) for n in positive + (
-            "tol", "plant_stiffness", "resist", "hinge_stiffness", "limit_stiffness")})
+            "tol", "plant_stiffness", "plant_ramp", "resist", "hinge_stiffness",
+            "limit_stiffness")})
         require_fractions("PhysicalSettings", keep=self.keep)
         require_counts("PhysicalSettings", substeps=self.substeps, min_substeps=self.min_substeps)
         if self.min_substeps > self.substeps:
@@ -152,6 +160,21 @@ def plant_anchors(points: np.ndarray, active: np.ndarray, floor: float | None = 
                 anchor[2] = max(anchor[2], floor)
             out[a:b, k] = anchor
     return out
+
+
+def plant_weights(active: np.ndarray, ramp: int) -> np.ndarray:
+    """``(F, K)`` weights in [0, 1] of the constraint springs active ``(F, K)`` bool: within each
+    interval of activity rising linearly over its first ``ramp`` frames and falling over its
+    last ``ramp`` (an interval shorter than ``2 ramp`` frames peaks below 1), 0 outside."""
+    active = np.asarray(active, bool)
+    F, K = active.shape
+    w = np.zeros((F, K))
+    for k in range(K):
+        edges = np.diff(np.concatenate([[0], active[:, k].astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            i = np.arange(a, b)
+            w[a:b, k] = np.minimum(1.0, np.minimum(i - a + 1, b - i) / (ramp + 1.0))
+    return w
 
 
 def _marker_mass_properties(skeleton: Skeleton, markerset: MarkerSet, k: np.ndarray, h: float,
@@ -249,7 +272,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                    init: Motion, spec: JointSpec | None = None,
                    settings: PhysicalSettings = PhysicalSettings(),
                    anchors: np.ndarray | None = None, anchor_rows: np.ndarray | None = None,
-                   progress=None) -> PhysicalResult:
+                   anchor_weight: np.ndarray | None = None, progress=None) -> PhysicalResult:
     """Solve every frame of ``pos (F, M, 3)`` (m, NaN = missing; columns = ``markerset.names``).
 
     Args:
@@ -261,7 +284,11 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         spec: joint kinds and limits (default: ball joints, no tight limits).
         anchors: ``(F, K, 3)`` m, where constraint ``k`` pins its point (NaN = inactive), from
             ``plant_anchors`` or a scene's hand holds; ``anchor_rows``: ``(K,)`` the marker
-            (landmark) row of ``markerset`` that each constraint pins.
+            (landmark) row of ``markerset`` that each constraint pins; ``anchor_weight``:
+            ``(F, K)`` each spring's share of ``plant_stiffness`` (default: ``plant_weights``
+            of the anchors' activity, ramped over ``settings.plant_ramp``). Give it when
+            ``anchors`` are a slice of a longer take, so intervals cut at the slice's ends do
+            not ramp there.
         progress: called as ``progress(frames_done)`` now and then.
     """
     pos = np.asarray(pos, dtype=float)
@@ -275,6 +302,11 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
     if anchors is not None and (anchor_rows is None or anchors.shape != (F, len(anchor_rows), 3)):
         raise ShapeError("anchors must be (F, K, 3) with one anchor_rows entry per constraint")
     s = settings
+    if anchors is not None and anchor_weight is None:
+        anchor_weight = plant_weights(~np.isnan(anchors[..., 0]), round(s.plant_ramp * fps))
+    if anchors is not None and np.shape(anchor_weight) != anchors.shape[:2]:
+        raise ShapeError(f"anchor_weight must be (F, K) = {anchors.shape[:2]}, got "
+                         f"{np.shape(anchor_weight)}")
     present = ~np.isnan(pos).any(axis=-1)
     k_all = s.stiffness * markerset.weight
     out_root = np.empty((F, 3))
@@ -305,7 +337,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             k_now = np.where(present[f], k_all, 0.0)
             if anchors is not None:
                 on = ~np.isnan(anchors[f, :, 0])
-                np.add.at(k_now, anchor_rows[on], s.plant_stiffness)
+                np.add.at(k_now, anchor_rows[on], s.plant_stiffness * anchor_weight[f, on])
             if k_before is None or np.any(k_now != k_before):
                 k_before = k_now
                 mass, inertia = _marker_mass_properties(
@@ -344,7 +376,8 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 force = k * d * np.minimum(1.0, (c / np.maximum(dist, 1e-12)) ** 2)
                 body.apply_forces(joints, lm[idx], force)
                 if len(cons):
-                    fc = s.plant_stiffness * (anchors[f, cons] - lm[crow])
+                    fc = (s.plant_stiffness * anchor_weight[f, cons, None]
+                          * (anchors[f, cons] - lm[crow]))
                     body.apply_forces(markerset.body[crow], lm[crow], fc)
                 body.step()
                 q = body.scale_velocities(s.keep)
