@@ -27,9 +27,9 @@ the rule; paths are relative to the input folder::
     "s1/walk_fast.c3d" = "s1/tpose.c3d"
 
 **Resume.** A take is skipped when its done-stamp exists, was made by the same physmocap version
-with the same settings and scene files (the marker sets and body they name, by contents), its
-input (and static) files are unchanged (size and mtime, else SHA-256) and its outputs still have
-the recorded SHA-256. Every output is written atomically and the stamp last, so a run killed at
+and solver revision (``solver.pipeline.SOLVER_REVISION``) with the same settings and scene files
+(the marker sets and body they name, by contents), its input (and static) files are unchanged
+(size and mtime, else SHA-256) and its outputs still have the recorded SHA-256. Every output is written atomically and the stamp last, so a run killed at
 any moment loses no finished take. A take that fails on bad input
 (``PhysmocapError``) gets a ``.failed.json`` stamp and is not retried until its input or the
 settings change (``force`` retries everything); any other failure (a crash, a lost worker) is
@@ -90,10 +90,13 @@ class BatchSettings:
     def key(self) -> dict:
         """What a done-stamp must match. A marker set or body counts by its contents, a shipped
         name by the file it names (``auto``: every shipped marker set), so new scene data
-        solves again. (Code changes within one physmocap version do not: use ``force``.)"""
+        solves again; so does a take stamped by an older ``SOLVER_REVISION`` (a change to the
+        solver within one physmocap version). Other code changes do not: use ``force``."""
         from . import __version__
         from .scene import _resolve, _shipped
-        key = {**asdict(self), "physmocap": __version__, "stamp_format": STAMP_FORMAT}
+        from .solver.pipeline import SOLVER_REVISION
+        key = {**asdict(self), "physmocap": __version__, "solver_revision": SOLVER_REVISION,
+               "stamp_format": STAMP_FORMAT}
         for name, kind in (("markerset", "markersets"), ("body", "bodies")):
             value = getattr(self, name)
             if not value:

@@ -258,6 +258,16 @@ def test_a_shipped_scene_counts_by_its_contents(tmp_path, monkeypatch, project_r
     assert BatchSettings().key()["body_sha256"] != body["body_sha256"]
 
 
+def test_a_take_from_an_older_solver_solves_again(monkeypatch):
+    """A change to the solver within one version (``SOLVER_REVISION``: the plants that let go
+    moved every solved foot and pelvis) is part of the stamp, so old takes solve again."""
+    from physmocap.solver import pipeline
+    before = BatchSettings().key()
+    monkeypatch.setattr(pipeline, "SOLVER_REVISION", pipeline.SOLVER_REVISION + 1)
+    after = BatchSettings().key()
+    assert after != before and after["solver_revision"] == before["solver_revision"] + 1
+
+
 def test_killed_run_loses_no_finished_take(library, reference, tmp_path):
     """Kill a one-worker run as soon as its first take is stamped; the rerun solves only the
     rest, and every BVH equals the uninterrupted run's bytes."""

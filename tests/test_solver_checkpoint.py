@@ -71,6 +71,16 @@ def test_other_inputs_or_settings_never_reuse_stages(take, small_blocks, tmp_pat
                                   ).report["resumed"] == []
 
 
+def test_stages_of_an_older_solver_are_not_reused(take, small_blocks, tmp_path, monkeypatch):
+    """A checkpoint left by a solve before a change to the solver (``SOLVER_REVISION``, one
+    physmocap version) would mix its stages with the new solver's: it is cleared instead."""
+    t, spec, body = take
+    pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "ck")
+    monkeypatch.setattr(pipeline, "SOLVER_REVISION", pipeline.SOLVER_REVISION + 1)
+    assert pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "ck"
+                                  ).report["resumed"] == []
+
+
 def test_damaged_stage_is_solved_again(tmp_path):
     ck = Checkpoint(tmp_path / "ck", "k1")
     ck.save("a", x=np.arange(3))

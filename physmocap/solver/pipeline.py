@@ -26,6 +26,12 @@ from .physical import (PhysicalResult, PhysicalSettings, plant_anchors, plant_we
 __all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
            "bind_centres", "hold_anchors", "cleaned_markers"]
 
+#: Counts the changes that moved what a solve returns for the same input and settings. A
+#: resumed solve (its checkpoint) and a batch's done-stamp hold it, so a finished stage or take
+#: from an older solver is solved again rather than kept: the version alone stays the same
+#: between releases. 2: plants end once their marker has left its place, their springs ramp.
+SOLVER_REVISION = 2
+
 
 @dataclass(frozen=True, eq=False)
 class SolveResult:
@@ -226,7 +232,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     ck = None
     if checkpoint is not None:
         ck = Checkpoint(checkpoint, job_key(
-            __version__, pos, markers.fps, labels, cal_pos, cal_fps, repr(settings), plants,
+            __version__, SOLVER_REVISION, pos, markers.fps, labels, cal_pos, cal_fps,
+            repr(settings), plants,
             calibration_frames, repr(environment), warm, repr(centres), ms0.body, ms0.offset,
             ms0.weight,
             body.names, body.skeleton.offsets, np.array(body.limits), np.array(body.mass),
