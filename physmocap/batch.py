@@ -29,11 +29,11 @@ the rule; paths are relative to the input folder::
 **Resume.** A take is skipped when its done-stamp exists, was made by the same physmocap version
 and solver revision (``solver.pipeline.SOLVER_REVISION``) with the same settings and scene files
 (the marker sets and body they name, by contents), its input (and static) files are unchanged
-(size and mtime, else SHA-256) and its outputs still have the recorded SHA-256. Every output is written atomically and the stamp last, so a run killed at
-any moment loses no finished take. A take that fails on bad input
-(``PhysmocapError``) gets a ``.failed.json`` stamp and is not retried until its input or the
-settings change (``force`` retries everything); any other failure (a crash, a lost worker) is
-not stamped and is retried by the next run.
+(size and mtime, else SHA-256) and its outputs still have the recorded SHA-256. Every output
+is written atomically and the stamp last, so a run killed at any moment loses no finished take.
+A take that fails on bad input (``PhysmocapError``) gets a ``.failed.json`` stamp and is not
+retried until its input or the settings change (``force`` retries everything); any other
+failure (a crash, a lost worker) is not stamped and is retried by the next run.
 """
 from __future__ import annotations
 
