@@ -1,5 +1,5 @@
 """Small array helpers: read-only copies and shape checks (the frozen data types), per-frame
-speeds."""
+speeds, the runs of a bool array."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,3 +50,11 @@ def step_speed(steps: np.ndarray, fps: float) -> np.ndarray:
         sp[1:] = np.linalg.norm(steps, axis=-1) * fps
         sp[0] = sp[1]
     return sp
+
+
+def intervals(mask) -> list[list[int]]:
+    """``[[start, stop), …]`` of the True runs of a 1-D bool array."""
+    m = np.asarray(mask, bool).astype(np.int8)
+    edges = np.diff(np.concatenate([[0], m, [0]]))
+    return [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1),
+                                             np.flatnonzero(edges == -1))]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
+from .._arrays import intervals
 from ..errors import require_counts, require_numbers
 from ..ik import two_bone_ik_local
 from ..motion import Motion
@@ -20,11 +21,9 @@ def _weights(contact: np.ndarray, blend: int) -> tuple[np.ndarray, np.ndarray]:
     index ``(F,)`` of the frame whose position each frame is locked to (-1: none)."""
     F = len(contact)
     lock_frame = np.full(F, -1)
-    edges = np.diff(np.concatenate([[0], contact.astype(np.int8), [0]]))
-    starts, stops = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     w = np.zeros(F)
     f = np.arange(F)
-    for a, b in zip(starts, stops):
+    for a, b in intervals(contact):
         lo, hi = max(0, a - blend), min(F, b + blend)
         lock_frame[lo:hi] = np.where(lock_frame[lo:hi] < 0, a, lock_frame[lo:hi])
         d = np.where(f[lo:hi] < a, a - f[lo:hi], np.where(f[lo:hi] >= b, f[lo:hi] - b + 1, 0))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._arrays import intervals
 from ..errors import ShapeError, require_counts, require_numbers
 
 __all__ = ["detect_plants", "FOOT_MARKERS"]
@@ -82,8 +83,7 @@ def detect_plants(pos: np.ndarray, fps: float, height_on: float = 0.03, height_o
         out[f] = state
     # Drop plants shorter than min_frames.
     for k in range(K):
-        edges = np.diff(np.concatenate([[0], out[:, k].astype(np.int8), [0]]))
-        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        for a, b in intervals(out[:, k]):
             if b - a < min_frames:
                 out[a:b, k] = False
     return out

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
+from .._arrays import intervals
 from ..errors import require_numbers
 
 __all__ = ["intervals", "damage_report", "bridge_blackouts", "frame_rate_check", "GHOST_S",
@@ -105,14 +106,6 @@ def frame_rate_check(hips: np.ndarray, feet: dict, fps: float) -> dict:
                          f"the declared frame rate is probably too low, by about "
                          f"{0.9 / f:.0f}x for a walk")
     return out
-
-
-def intervals(mask: np.ndarray) -> list[list[int]]:
-    """``[[start, stop), …]`` of the True runs of a 1-D bool array."""
-    m = np.asarray(mask, bool).astype(np.int8)
-    edges = np.diff(np.concatenate([[0], m, [0]]))
-    return [[int(a), int(b)] for a, b in zip(np.flatnonzero(edges == 1),
-                                             np.flatnonzero(edges == -1))]
 
 
 def _close(iv: list[list[int]], hole: int) -> list[list[int]]:

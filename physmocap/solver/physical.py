@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
+from .._arrays import intervals
 from ..errors import (SettingsError, ShapeError, require_counts, require_flags,
                       require_fractions, require_numbers)
 from ..markers import MarkerSet
@@ -150,8 +151,7 @@ def plant_anchors(points: np.ndarray, active: np.ndarray, floor: float | None = 
     F, K = active.shape
     out = np.full((F, K, 3), np.nan)
     for k in range(K):
-        edges = np.diff(np.concatenate([[0], active[:, k].astype(np.int8), [0]]))
-        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        for a, b in intervals(active[:, k]):
             seg = points[a:b, k]
             if np.all(np.isnan(seg)):
                 continue
@@ -170,8 +170,7 @@ def plant_weights(active: np.ndarray, ramp: int) -> np.ndarray:
     F, K = active.shape
     w = np.zeros((F, K))
     for k in range(K):
-        edges = np.diff(np.concatenate([[0], active[:, k].astype(np.int8), [0]]))
-        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        for a, b in intervals(active[:, k]):
             i = np.arange(a, b)
             w[a:b, k] = np.minimum(1.0, np.minimum(i - a + 1, b - i) / (ramp + 1.0))
     return w
