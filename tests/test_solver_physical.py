@@ -211,6 +211,15 @@ def test_error_paths(truth, markers):
         solve_physical(truth.skeleton, markers, pos, 60, init=truth[:1],
                        anchors=np.zeros((5, 1, 3)), anchor_rows=np.array([0]),
                        anchor_weight=np.ones((5, 2)))
+    for bad in (np.nan, -0.1, 1.5):
+        with pytest.raises(ShapeError, match="anchor_weight must hold fractions 0..1"):
+            solve_physical(truth.skeleton, markers, pos, 60, init=truth[:1],
+                           anchors=np.zeros((5, 1, 3)), anchor_rows=np.array([0]),
+                           anchor_weight=np.full((5, 1), bad))
+    with pytest.raises(SettingsError, match="plant_weights: ramp must be a whole number >= 0"):
+        plant_weights(np.ones((5, 1), bool), -1)
+    with pytest.raises(ShapeError, match=r"plant_weights: active must be \(F, K\)"):
+        plant_weights(np.ones(5, bool), 2)
 
 
 def test_hand_hold_pins_the_palm(tmp_path):

@@ -166,7 +166,10 @@ def plant_weights(active: np.ndarray, ramp: int) -> np.ndarray:
     """``(F, K)`` weights in [0, 1] of the constraint springs active ``(F, K)`` bool: within each
     interval of activity rising linearly over its first ``ramp`` frames and falling over its
     last ``ramp`` (an interval shorter than ``2 ramp`` frames peaks below 1), 0 outside."""
+    require_counts("plant_weights", zero_ok=("ramp",), ramp=ramp)
     active = np.asarray(active, bool)
+    if active.ndim != 2:
+        raise ShapeError(f"plant_weights: active must be (F, K), got {active.shape}")
     F, K = active.shape
     w = np.zeros((F, K))
     for k in range(K):
@@ -306,6 +309,11 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
     if anchors is not None and np.shape(anchor_weight) != anchors.shape[:2]:
         raise ShapeError(f"anchor_weight must be (F, K) = {anchors.shape[:2]}, got "
                          f"{np.shape(anchor_weight)}")
+    if anchors is not None:
+        anchor_weight = np.asarray(anchor_weight, dtype=float)
+        if not np.all((anchor_weight >= 0) & (anchor_weight <= 1)):     # (NaN fails too)
+            raise ShapeError("anchor_weight must hold fractions 0..1 (each spring's share of "
+                             "plant_stiffness)")
     present = ~np.isnan(pos).any(axis=-1)
     k_all = s.stiffness * markerset.weight
     out_root = np.empty((F, 3))
