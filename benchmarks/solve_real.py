@@ -34,29 +34,14 @@ def save_plot(fig, path) -> None:
 LEG = {"Left": ("LHJ0", "LFE0", "LTI0"), "Right": ("RHJ0", "RFE0", "RTI0")}
 JOINTS = ("UpperLeg", "LowerLeg", "Foot")          # hip, knee, ankle of the template
 
-# Plug-in Gait's segment frames (3-letter prefix of its O/A/L/P points) and ours, with the
-# segment's long axis in our rest frame (Z up, X forward, the left arm along +Y)
-PIG_SEGMENTS = [("PEL", "Hips", "z"), ("TRX", "Chest", "z"), ("HED", "Head", "z")] + [
-    (s + p, side + ours, ax) for s, side in (("L", "Left"), ("R", "Right"))
-    for p, ours, ax in (("CL", "Shoulder", "y"), ("HU", "UpperArm", "y"), ("RA", "LowerArm", "y"),
-                        ("HN", "Hand", "y"), ("FE", "UpperLeg", "z"), ("TI", "LowerLeg", "z"),
-                        ("FO", "Foot", "x"), ("TO", "Toes", "x"))]
-
 
 def pig_segment_lines(motion, allp) -> list[str]:
     """One line per Plug-in Gait segment: ours against Plug-in Gait's frame over the take."""
-    from physmocap import quat
-    from physmocap.solver.compare import frames_from_points, segment_agreement
-    rot = quat.to_matrix(motion.grot)
-    lines = []
-    for key, ours, ax in PIG_SEGMENTS:
-        ref = frames_from_points(*(allp.pos[:, allp.index(key + c)] for c in "OALP"))
-        a = segment_agreement(rot[:, motion.skeleton.index(ours)], ref,
-                              np.eye(3)["xyz".index(ax)])
-        lines.append(f"      {key} {ours:<14} fixed {a['offset_deg']:5.1f}  left over: median "
-                     f"{a['residual_median_deg']:4.1f} (twist {a['twist_median_deg']:4.1f}, "
-                     f"swing {a['swing_median_deg']:4.1f}), p95 {a['residual_p95_deg']:4.1f}")
-    return lines
+    from physmocap.solver.compare import pig_agreement
+    return [f"      {key} {a['segment']:<14} fixed {a['offset_deg']:5.1f}  left over: median "
+            f"{a['residual_median_deg']:4.1f} (twist {a['twist_median_deg']:4.1f}, "
+            f"swing {a['swing_median_deg']:4.1f}), p95 {a['residual_p95_deg']:4.1f}"
+            for key, a in pig_agreement(motion, allp).items()]
 
 
 def similarity(a: np.ndarray, b: np.ndarray):

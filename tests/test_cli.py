@@ -487,6 +487,7 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     assert code == 0 and out == ""
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["frames"] == 268 and rep["marker_rms_mm"] < 10.0
+    assert "plug_in_gait_segments" not in rep       # Vicon's joint centres, but no PiG frames
     # the finished stages kept for a resume are gone once the outputs are written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.c3d", "o.bvh", "r.json"]
     assert rep["resumed"] == []
@@ -502,6 +503,42 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     assert code == 0, err
     play = json.loads((tmp_path / "p.json").read_text())
     assert play["frames"] == 268 and play["tracking_error_m"] < 0.05
+
+
+def test_solve_says_how_its_segments_move_against_the_files_own_plug_in_gait(data_dir, tmp_path,
+                                                                            capsys):
+    """A capture Vicon Nexus processed holds Plug-in Gait's segment frames: the report holds
+    each segment's agreement, and one line says the range."""
+    pig = data_dir / "c3d/pig"
+    code, out, err = run(["solve", str(pig / "PiG_Motion-FlatFoot-Full.c3d"), "--static",
+                          str(pig / "PiG_Calibration-FlatFoot-Full.c3d"), "-o",
+                          str(tmp_path / "o.bvh"), "--report", str(tmp_path / "r.json")], capsys)
+    assert code == 0, err
+    seg = json.loads((tmp_path / "r.json").read_text())["plug_in_gait_segments"]
+    assert len(seg) == 19 and seg["PEL"]["segment"] == "Hips" and seg["PEL"]["frames"] == 315
+    assert seg["PEL"]["residual_median_deg"] < 3.0 and seg["HED"]["offset_deg"] < 2.0
+    line = [ln for ln in out.splitlines() if "Plug-in Gait segments" in ln]
+    assert len(line) == 1 and "pelvis 1." in line[0] and "19 segments in the report" in line[0]
+
+
+def test_the_plug_in_gait_comparison_never_fails_a_solve(data_dir, tmp_path):
+    """It reads the capture's file again: a file gone, or one of other frames, leaves it out."""
+    import shutil
+    from physmocap.cli.solve import _pig_segments
+    from physmocap.io.c3d import read_c3d
+    from physmocap.motion import Motion
+    from physmocap.scene import load_body
+
+    src = tmp_path / "w.c3d"
+    shutil.copy(data_dir / "c3d/pig/PiG_Motion-FlatFoot-Full.c3d", src)
+    t = read_c3d(src)
+    sk = load_body().skeleton
+    still = Motion(sk, t.fps, np.zeros((t.n_frames, 3)),
+                   np.tile([0.0, 0.0, 0.0, 1.0], (t.n_frames, len(sk), 1)))
+    assert set(_pig_segments(t, still)) >= {"PEL", "LFE", "RHN"}
+    assert _pig_segments(t, still[:10]) == {}           # other frames
+    src.unlink()
+    assert _pig_segments(t, still) == {}                # the file gone
 
 
 def test_stopped_solve_resumes_from_its_finished_stages(data_dir, tmp_path, capsys,

@@ -91,6 +91,23 @@ def test_bad_input_is_one_shape_error(call, match):
         call()
 
 
+def test_pig_agreement_takes_only_what_the_file_holds(data_dir):
+    """A capture without Plug-in Gait's frames gives nothing; points of other frames are one
+    error, not a wrong comparison."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.motion import Motion
+    from physmocap.scene import load_body
+    from physmocap.solver.compare import pig_agreement
+
+    cmu = read_c3d(data_dir / "c3d/cmu/16_57.c3d", points="all")    # Vicon centres, no frames
+    sk = load_body().skeleton
+    still = Motion(sk, cmu.fps, np.zeros((cmu.n_frames, 3)),
+                   np.tile([0.0, 0.0, 0.0, 1.0], (cmu.n_frames, len(sk), 1)))
+    assert pig_agreement(still, cmu) == {}
+    with pytest.raises(ShapeError, match="pig_agreement: 268 frames of points for a 10-frame"):
+        pig_agreement(still[:10], cmu)
+
+
 def test_the_plug_in_gait_walk_moves_like_plug_in_gaits_own_segments(data_dir):
     """The walk solved with its static trial, against the segment frames Plug-in Gait stored in
     the same file (never an input). The pelvis swung away from Plug-in Gait's by 8.5° (p95)

@@ -55,6 +55,9 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     if c3d_out is not None:
         write_c3d(cleaned_markers(result, markers.fps, markers.subject), c3d_out)
         report["c3d_out"] = str(c3d_out)
+    pig = _pig_segments(markers, result.motion)
+    if pig:
+        report["plug_in_gait_segments"] = pig
     if report_path is not None:
         atomic_write_text(report_path, json.dumps(report, indent=2) + "\n")
     if report_html is not None:
@@ -64,6 +67,26 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         report["report_html"] = str(report_html)
     shutil.rmtree(partial, ignore_errors=True)
     return report
+
+
+def _pig_segments(markers, motion) -> dict:
+    """The solved segments against the Plug-in Gait solve the capture's file holds (Vicon
+    Nexus stores its segment frames as points), degrees rounded to 0.01 (``{}``: none, or the
+    file no longer reads as the capture did). Evaluation only."""
+    from ..io.c3d import read_c3d
+    from ..solver.compare import pig_agreement
+    path = markers.meta.get("path")
+    if not path or not markers.meta.get("n_virtual"):
+        return {}
+    try:
+        allp = read_c3d(path, up=markers.meta.get("up"), points="all")
+        if allp.n_frames != motion.n_frames:
+            return {}
+        found = pig_agreement(motion, allp)
+    except (PhysmocapError, OSError):
+        return {}
+    return {k: {n: round(v, 2) if isinstance(v, float) else v for n, v in a.items()}
+            for k, a in found.items()}
 
 
 def _damage_lines(d: dict | None) -> list[str]:
@@ -109,6 +132,16 @@ def _print_solve(rep: dict) -> None:
               f"object (max {h['error_mm_max']:.1f})")
     for line in _damage_lines(rep.get("damage")):
         print("  " + line)
+    pig = rep.get("plug_in_gait_segments")
+    if pig:
+        worst = max(pig.values(), key=lambda a: a["residual_median_deg"])
+        pel = pig.get("PEL")
+        # one fixed offset per segment taken out: what is left is how differently they move
+        print(f"  against the file's own Plug-in Gait segments: "
+              f"{min(a['residual_median_deg'] for a in pig.values()):.1f}-"
+              f"{worst['residual_median_deg']:.1f} deg apart (median over the take; worst "
+              f"{worst['segment']}" + (f", pelvis {pel['residual_median_deg']:.1f}" if pel else "")
+              + f"; {len(pig)} segments in the report)")
     if rep["joint_limit_hits"]:
         # a hinge is held at its limit (a straight knee): "at", not only "outside"
         print("  frames at or past a template joint limit: " + ", ".join(

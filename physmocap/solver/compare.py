@@ -7,6 +7,10 @@ the two *move* alike is the rotation between the two frames over time: a rigid p
 fixed. So ``segment_agreement`` takes out one fixed rotation per segment (the mean, projected
 onto the rotations) and reports what is left, split into a twist about the segment's long axis
 and a swing of that axis. Evaluation only: nothing here feeds a solve.
+
+``pig_agreement`` does it for every segment of a capture that holds Plug-in Gait's own solve
+(Vicon Nexus writes its segment frames as points: ``PELO``/``PELA``/``PELL``/``PELP`` and so
+on), so ``solve`` can say how its segments move against the file's own model.
 """
 from __future__ import annotations
 
@@ -15,7 +19,16 @@ import numpy as np
 from .. import quat
 from ..errors import ShapeError
 
-__all__ = ["frames_from_points", "segment_agreement"]
+__all__ = ["frames_from_points", "segment_agreement", "pig_agreement", "PIG_SEGMENTS"]
+
+#: Plug-in Gait's segments (the 3-letter prefix of their O/A/L/P points), the body template's
+#: segment for each, and its long axis in the template's rest frame (Z up, X forward, the left
+#: arm along +Y).
+PIG_SEGMENTS = [("PEL", "Hips", "z"), ("TRX", "Chest", "z"), ("HED", "Head", "z")] + [
+    (s + p, side + ours, ax) for s, side in (("L", "Left"), ("R", "Right"))
+    for p, ours, ax in (("CL", "Shoulder", "y"), ("HU", "UpperArm", "y"), ("RA", "LowerArm", "y"),
+                        ("HN", "Hand", "y"), ("FE", "UpperLeg", "z"), ("TI", "LowerLeg", "z"),
+                        ("FO", "Foot", "x"), ("TO", "Toes", "x"))]
 
 
 def _nearest_rotation(m: np.ndarray) -> np.ndarray:
@@ -102,3 +115,30 @@ def segment_agreement(ours: np.ndarray, ref: np.ndarray, axis) -> dict:
         "swing_median_deg": float(np.median(swing)),
         "frames": int(ok.sum()),
     }
+
+
+def pig_agreement(motion, points) -> dict:
+    """``segment_agreement`` of each segment of ``motion`` (a solve with the body template's
+    names) against the Plug-in Gait segment frames found in ``points`` (a
+    ``MarkerTrajectories`` read with ``points="all"``, in the capture's world, same frames):
+    ``{prefix: {"segment": name, **agreement}}`` for every ``PIG_SEGMENTS`` entry whose four
+    points and whose segment both exist; ``{}`` when the file holds no Plug-in Gait solve."""
+    labels = set(points.labels)
+    names = set(motion.skeleton.names)
+    if points.n_frames != motion.n_frames:
+        raise ShapeError(f"pig_agreement: {points.n_frames} frames of points for a "
+                         f"{motion.n_frames}-frame motion")
+    rot = None
+    out = {}
+    for key, ours, ax in PIG_SEGMENTS:
+        if ours not in names or not all(key + c in labels for c in "OALP"):
+            continue
+        ref = frames_from_points(*(points.pos[:, points.index(key + c)] for c in "OALP"))
+        if not np.isfinite(ref).all((1, 2)).any():
+            continue
+        if rot is None:
+            rot = quat.to_matrix(motion.grot)
+        a = segment_agreement(rot[:, motion.skeleton.index(ours)], ref,
+                              np.eye(3)["xyz".index(ax)])
+        out[key] = {"segment": ours, **a}
+    return out
