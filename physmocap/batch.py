@@ -313,6 +313,7 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
     from .io.atomic import atomic_write_text
     from .scene import load_body, load_markerset, pick_markerset
     from .solver.checkpoint import partial_folder
+    from .solver.compare import capture_pig_agreement
     from .solver.pipeline import cleaned_markers, solve_capture
 
     t0 = time.perf_counter()
@@ -354,6 +355,9 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
         write_c3d(cleaned_markers(result, markers.fps, markers.subject), p["c3d"])
         report["c3d_out"] = str(p["c3d"])
         outputs.append(p["c3d"])
+    pig = capture_pig_agreement(markers, result.motion)
+    if pig:
+        report["plug_in_gait_segments"] = pig
     # The report's timings differ run to run; the BVH and the figures below do not.
     atomic_write_text(p["report"], json.dumps(report, indent=2) + "\n")
     row = _row(take, "solved", frames=report["frames"], fps=report["fps"],

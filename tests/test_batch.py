@@ -268,6 +268,18 @@ def test_a_take_from_an_older_solver_solves_again(monkeypatch):
     assert after != before and after["solver_revision"] == before["solver_revision"] + 1
 
 
+def test_a_take_that_holds_plug_in_gaits_solve_is_compared_with_it(data_dir, tmp_path):
+    """As ``solve --report``: the take's report holds ``plug_in_gait_segments``."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name in ("PiG_Motion-FlatFoot-Full.c3d", "PiG_Calibration-FlatFoot-Full.c3d"):
+        shutil.copy(data_dir / "c3d/pig" / name, lib / name)
+    s = run_batch(lib, tmp_path / "out", workers=1)
+    assert [r["status"] for r in s.rows] == ["solved"]
+    rep = json.loads((tmp_path / "out" / "PiG_Motion-FlatFoot-Full.report.json").read_text())
+    assert rep["plug_in_gait_segments"]["PEL"]["residual_median_deg"] < 3.0
+
+
 def test_killed_run_loses_no_finished_take(library, reference, tmp_path):
     """Kill a one-worker run as soon as its first take is stamped; the rerun solves only the
     rest, and every BVH equals the uninterrupted run's bytes."""

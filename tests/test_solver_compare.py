@@ -108,6 +108,26 @@ def test_pig_agreement_takes_only_what_the_file_holds(data_dir):
         pig_agreement(still[:10], cmu)
 
 
+def test_a_captures_plug_in_gait_comparison_never_fails_a_solve(data_dir, tmp_path):
+    """It reads the capture's file again: a file gone, or one of other frames, leaves it out."""
+    import shutil
+    from physmocap.solver.compare import capture_pig_agreement
+    from physmocap.io.c3d import read_c3d
+    from physmocap.motion import Motion
+    from physmocap.scene import load_body
+
+    src = tmp_path / "w.c3d"
+    shutil.copy(data_dir / "c3d/pig/PiG_Motion-FlatFoot-Full.c3d", src)
+    t = read_c3d(src)
+    sk = load_body().skeleton
+    still = Motion(sk, t.fps, np.zeros((t.n_frames, 3)),
+                   np.tile([0.0, 0.0, 0.0, 1.0], (t.n_frames, len(sk), 1)))
+    assert set(capture_pig_agreement(t, still)) >= {"PEL", "LFE", "RHN"}
+    assert capture_pig_agreement(t, still[:10]) == {}           # other frames
+    src.unlink()
+    assert capture_pig_agreement(t, still) == {}                # the file gone
+
+
 def test_the_plug_in_gait_walk_moves_like_plug_in_gaits_own_segments(data_dir):
     """The walk solved with its static trial, against the segment frames Plug-in Gait stored in
     the same file (never an input). The pelvis swung away from Plug-in Gait's by 8.5° (p95)

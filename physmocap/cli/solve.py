@@ -29,6 +29,7 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     from ..progress import Progress
     from ..scene import load_body, load_environment, load_markerset, pick_markerset
     from ..solver.checkpoint import partial_folder
+    from ..solver.compare import capture_pig_agreement
     from ..solver.pipeline import cleaned_markers, solve_capture
 
     body = load_body(body_name)
@@ -55,7 +56,7 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     if c3d_out is not None:
         write_c3d(cleaned_markers(result, markers.fps, markers.subject), c3d_out)
         report["c3d_out"] = str(c3d_out)
-    pig = _pig_segments(markers, result.motion)
+    pig = capture_pig_agreement(markers, result.motion)
     if pig:
         report["plug_in_gait_segments"] = pig
     if report_path is not None:
@@ -67,26 +68,6 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         report["report_html"] = str(report_html)
     shutil.rmtree(partial, ignore_errors=True)
     return report
-
-
-def _pig_segments(markers, motion) -> dict:
-    """The solved segments against the Plug-in Gait solve the capture's file holds (Vicon
-    Nexus stores its segment frames as points), degrees rounded to 0.01 (``{}``: none, or the
-    file no longer reads as the capture did). Evaluation only."""
-    from ..io.c3d import read_c3d
-    from ..solver.compare import pig_agreement
-    path = markers.meta.get("path")
-    if not path or not markers.meta.get("n_virtual"):
-        return {}
-    try:
-        allp = read_c3d(path, up=markers.meta.get("up"), points="all")
-        if allp.n_frames != motion.n_frames:
-            return {}
-        found = pig_agreement(motion, allp)
-    except (PhysmocapError, OSError):
-        return {}
-    return {k: {n: round(v, 2) if isinstance(v, float) else v for n, v in a.items()}
-            for k, a in found.items()}
 
 
 def _damage_lines(d: dict | None) -> list[str]:

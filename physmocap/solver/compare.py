@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import PhysmocapError, ShapeError
 
-__all__ = ["frames_from_points", "segment_agreement", "pig_agreement", "PIG_SEGMENTS"]
+__all__ = ["frames_from_points", "segment_agreement", "pig_agreement", "capture_pig_agreement",
+           "PIG_SEGMENTS"]
 
 #: Plug-in Gait's segments (the 3-letter prefix of their O/A/L/P points), the body template's
 #: segment for each, and its long axis in the template's rest frame (Z up, X forward, the left
@@ -142,3 +143,23 @@ def pig_agreement(motion, points) -> dict:
                               np.eye(3)["xyz".index(ax)])
         out[key] = {"segment": ours, **a}
     return out
+
+
+def capture_pig_agreement(markers, motion) -> dict:
+    """``pig_agreement`` of ``motion``, the solve of ``markers`` (as ``read_c3d`` read them),
+    against the Plug-in Gait solve the capture's file holds (Vicon Nexus stores its segment
+    frames as points), degrees rounded to 0.01, for a solve's report. ``{}``: the file holds
+    none, or no longer reads as the capture did: it never fails a solve."""
+    from ..io.c3d import read_c3d
+    path = markers.meta.get("path")
+    if not path or not markers.meta.get("n_virtual"):
+        return {}
+    try:
+        points = read_c3d(path, up=markers.meta.get("up"), points="all")
+        if points.n_frames != motion.n_frames:
+            return {}
+        found = pig_agreement(motion, points)
+    except (PhysmocapError, OSError):
+        return {}
+    return {k: {n: round(v, 2) if isinstance(v, float) else v for n, v in a.items()}
+            for k, a in found.items()}
