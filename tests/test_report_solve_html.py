@@ -42,6 +42,25 @@ def test_report_command_rebuilds_the_page(demo_solve, tmp_path, capsys):
     assert code == 1 and len(err) == 1 and "cannot read" in err[0]
 
 
+def test_a_capture_compared_with_plug_in_gait_gets_its_figure(demo_solve, tmp_path, capsys):
+    """A report holding ``plug_in_gait_segments`` (a capture with Plug-in Gait's own solve)
+    gets one more figure; the demo's has none."""
+    import json
+    rep = json.loads(demo_solve["json"].read_text())
+    assert "plug_in_gait_segments" not in rep
+    rep["plug_in_gait_segments"] = {
+        k: {"segment": s, "offset_deg": 1.0, "residual_median_deg": m,
+            "residual_p95_deg": 2 * m, "twist_median_deg": m, "swing_median_deg": 0.5,
+            "frames": 152} for k, s, m in (("PEL", "Hips", 1.3), ("HED", "Head", 0.1),
+                                            ("LFE", "LeftUpperLeg", 2.2))}
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(rep))
+    out = tmp_path / "r.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0, capsys.readouterr().err
+    html = out.read_text()
+    assert "<h2>Against Plug-in Gait</h2>" in html and len(page_images(html)) == 8
+
+
 def test_report_page_never_replaces_the_files_it_reads(demo_solve, capsys):
     """``report R.json -o X``: X naming the report, or the BVH or C3D the report names (found
     through the report, not given) is refused in one line, the file untouched."""

@@ -171,6 +171,23 @@ def fig_limits(tr: SolveTrace):
     return fig
 
 
+def fig_plug_in_gait(segments: dict):
+    """A bar per segment: how far it moves from the capture's own Plug-in Gait solve (the
+    report's ``plug_in_gait_segments``), median and 95th percentile."""
+    plt = pyplot()
+    names = [a["segment"] for a in segments.values()]
+    x = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(12, 3.2))
+    ax.bar(x - 0.2, [a["residual_median_deg"] for a in segments.values()], 0.4, label="median")
+    ax.bar(x + 0.2, [a["residual_p95_deg"] for a in segments.values()], 0.4,
+           label="95th percentile")
+    ax.set_xticks(x, names, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("deg apart over the take")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def key_frames(tr: SolveTrace, n: int = 4) -> list[int]:
     """``n`` frames to show as stills: evenly spaced ones plus the worst residual frame."""
     F = tr.n_frames
@@ -243,15 +260,21 @@ def solve_report_html(trace: SolveTrace, report: dict, title: str | None = None)
          "cleaned C3D). Red: the marker is far off its landmark (swap, ghost): its spring is "
          "weakened and the body holds the pose."),
         ("Foot plants", fig_plants(trace), "Heel and toe markers detected planted (low and "
-         "slow); planted feet are pinned by stiff springs."),
+         "slow, until higher, faster or 1.5 cm from where they were planted); planted feet are "
+         "pinned by stiff springs."),
         ("Joint angles", fig_angles(trace), "Local joint rotations of the solved body."),
         ("Foot height and skate", fig_feet(trace), "Skate: horizontal travel of a solved foot "
          "landmark between two planted frames."),
         ("Joint-limit hits", fig_limits(trace), "Frames where the solved pose sits at the body "
          "template's joint range."),
-        ("Key frames", fig_keyframes(trace, frames), "Evenly spaced frames plus the frame with "
-         "the largest inlier residual."),
     ]
+    if report.get("plug_in_gait_segments"):
+        sections.append(("Against Plug-in Gait", fig_plug_in_gait(
+            report["plug_in_gait_segments"]), "Each solved segment against the segment frame of "
+            "the Plug-in Gait solve the capture holds, once the one fixed rotation between the "
+            "two is taken out (they name their axes differently): how differently they move."))
+    sections.append(("Key frames", fig_keyframes(trace, frames), "Evenly spaced frames plus "
+                     "the frame with the largest inlier residual."))
     return report_page(title, _summary_rows(report), sections, report)
 
 
