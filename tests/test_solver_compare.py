@@ -108,9 +108,12 @@ def test_pig_agreement_takes_only_what_the_file_holds(data_dir):
         pig_agreement(still[:10], cmu)
 
 
-def test_a_captures_plug_in_gait_comparison_never_fails_a_solve(data_dir, tmp_path):
-    """It reads the capture's file again: a file gone, or one of other frames, leaves it out."""
+def test_a_captures_plug_in_gait_comparison_never_fails_a_solve(data_dir, tmp_path,
+                                                                monkeypatch):
+    """It reads the capture's file again: a file gone, one of other frames or one too big to
+    read whole again leaves it out."""
     import shutil
+    from physmocap.solver import compare
     from physmocap.solver.compare import capture_pig_agreement
     from physmocap.io.c3d import read_c3d
     from physmocap.motion import Motion
@@ -124,6 +127,9 @@ def test_a_captures_plug_in_gait_comparison_never_fails_a_solve(data_dir, tmp_pa
                    np.tile([0.0, 0.0, 0.0, 1.0], (t.n_frames, len(sk), 1)))
     assert set(capture_pig_agreement(t, still)) >= {"PEL", "LFE", "RHN"}
     assert capture_pig_agreement(t, still[:10]) == {}           # other frames
+    monkeypatch.setattr(compare, "PIG_READ_BYTES", 1000)
+    assert capture_pig_agreement(t, still) == {}                # too big to read again
+    monkeypatch.undo()
     src.unlink()
     assert capture_pig_agreement(t, still) == {}                # the file gone
 

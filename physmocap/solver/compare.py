@@ -22,6 +22,10 @@ from ..errors import PhysmocapError, ShapeError
 __all__ = ["frames_from_points", "segment_agreement", "pig_agreement", "capture_pig_agreement",
            "PIG_SEGMENTS"]
 
+#: bytes: a capture whose points (all of them, as float64 x, y, z) would take more is not read
+#: again for the comparison (an hour at 100 Hz with Plug-in Gait's 193 points: 1.7 GB).
+PIG_READ_BYTES = 500_000_000
+
 #: Plug-in Gait's segments (the 3-letter prefix of their O/A/L/P points), the body template's
 #: segment for each, and its long axis in the template's rest frame (Z up, X forward, the left
 #: arm along +Y).
@@ -149,17 +153,20 @@ def capture_pig_agreement(markers, motion) -> dict:
     """``pig_agreement`` of ``motion``, the solve of ``markers`` (as ``read_c3d`` read them),
     against the Plug-in Gait solve the capture's file holds (Vicon Nexus stores its segment
     frames as points), degrees rounded to 0.01, for a solve's report. ``{}``: the file holds
-    none, or no longer reads as the capture did: it never fails a solve."""
+    none, no longer reads as the capture did, or is too big to read whole again
+    (``PIG_READ_BYTES``): it never fails a solve."""
     from ..io.c3d import read_c3d
     path = markers.meta.get("path")
     if not path or not markers.meta.get("n_virtual"):
+        return {}
+    if markers.meta.get("n_points_in_file", 0) * markers.n_frames * 24 > PIG_READ_BYTES:
         return {}
     try:
         points = read_c3d(path, up=markers.meta.get("up"), points="all")
         if points.n_frames != motion.n_frames:
             return {}
         found = pig_agreement(motion, points)
-    except (PhysmocapError, OSError):
+    except (PhysmocapError, OSError, MemoryError):
         return {}
     return {k: {n: round(v, 2) if isinstance(v, float) else v for n, v in a.items()}
             for k, a in found.items()}
