@@ -29,7 +29,7 @@ from ..skeleton import Skeleton
 from .body import JointSpec, PhysicsBody, _segment_vectors
 
 __all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors",
-           "plant_weights"]
+           "plant_weights", "anchor_weights"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,12 @@ def plant_weights(active: np.ndarray, ramp: int) -> np.ndarray:
     return w
 
 
+def anchor_weights(anchors: np.ndarray, settings: PhysicalSettings, fps: float) -> np.ndarray:
+    """``(F, K)`` default ``anchor_weight`` of anchors ``(F, K, 3)`` (NaN = inactive):
+    ``plant_weights`` of their activity, ramped over ``settings.plant_ramp`` s."""
+    return plant_weights(~np.isnan(anchors[..., 0]), round(settings.plant_ramp * fps))
+
+
 def _marker_mass_properties(skeleton: Skeleton, markerset: MarkerSet, k: np.ndarray, h: float,
                             floor: float, k_unit: float) -> tuple[np.ndarray, np.ndarray]:
     """Virtual ``mass (J,)`` and ``inertia (J,)`` that make every segment respond to its springs
@@ -304,13 +310,12 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
     if anchors is not None and (anchor_rows is None or anchors.shape != (F, len(anchor_rows), 3)):
         raise ShapeError("anchors must be (F, K, 3) with one anchor_rows entry per constraint")
     s = settings
-    if anchors is not None and anchor_weight is None:
-        anchor_weight = plant_weights(~np.isnan(anchors[..., 0]), round(s.plant_ramp * fps))
-    if anchors is not None and np.shape(anchor_weight) != anchors.shape[:2]:
-        raise ShapeError(f"anchor_weight must be (F, K) = {anchors.shape[:2]}, got "
-                         f"{np.shape(anchor_weight)}")
     if anchors is not None:
-        anchor_weight = np.asarray(anchor_weight, dtype=float)
+        anchor_weight = np.asarray(anchor_weights(anchors, s, fps) if anchor_weight is None
+                                   else anchor_weight, dtype=float)
+        if anchor_weight.shape != anchors.shape[:2]:
+            raise ShapeError(f"anchor_weight must be (F, K) = {anchors.shape[:2]}, got "
+                             f"{anchor_weight.shape}")
         if not np.all((anchor_weight >= 0) & (anchor_weight <= 1)):     # (NaN fails too)
             raise ShapeError("anchor_weight must hold fractions 0..1 (each spring's share of "
                              "plant_stiffness)")
@@ -367,6 +372,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             target, joints, k = pos[f, idx], markerset.body[idx], k_all[idx, None]
             cons = [] if anchors is None else np.flatnonzero(~np.isnan(anchors[f, :, 0]))
             crow = [] if anchors is None else anchor_rows[cons]
+            kc = [] if anchors is None else s.plant_stiffness * anchor_weight[f, cons, None]
             prev = None
             for sub in range(s.substeps):
                 gpos, grot = body.joint_frames()
@@ -383,8 +389,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 force = k * d * np.minimum(1.0, (c / np.maximum(dist, 1e-12)) ** 2)
                 body.apply_forces(joints, lm[idx], force)
                 if len(cons):
-                    fc = (s.plant_stiffness * anchor_weight[f, cons, None]
-                          * (anchors[f, cons] - lm[crow]))
+                    fc = kc * (anchors[f, cons] - lm[crow])
                     body.apply_forces(markerset.body[crow], lm[crow], fc)
                 body.step()
                 q = body.scale_velocities(s.keep)

@@ -20,7 +20,7 @@ from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
 from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
-from .physical import (PhysicalResult, PhysicalSettings, plant_anchors, plant_weights,
+from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
                        solve_physical)
 
 __all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
@@ -341,8 +341,7 @@ def _physical_in_blocks(sk, ms, pos, fps, init: Motion, jspec, settings, anchors
     F, M, J = len(pos), len(ms), len(sk)
     K = 0 if anchors is None else anchors.shape[1]
     # ramped over the whole take: a plant a block cuts does not let go at the cut
-    weight = None if anchors is None else plant_weights(~np.isnan(anchors[..., 0]),
-                                                        round(settings.plant_ramp * fps))
+    weight = None if anchors is None else anchor_weights(anchors, settings, fps)
     out = {"root": np.empty((F, 3)), "lrot": np.empty((F, J, 4)),
            "residual": np.empty((F, M)), "substeps": np.empty(F, int),
            "clipped": np.empty((F, M), bool), "points": np.empty((F, K, 3)),
