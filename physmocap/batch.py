@@ -308,13 +308,11 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
     ``.failed.json`` stamp; anything else propagates (the caller reports it, unstamped). The
     same function runs in a local worker process or on a Dask worker.
     """
-    from .io.bvh import write_bvh
-    from .io.c3d import read_c3d, write_c3d
+    from .io.c3d import read_c3d
     from .io.atomic import atomic_write_text
     from .scene import load_body, load_markerset, pick_markerset
     from .solver.checkpoint import partial_folder
-    from .solver.compare import capture_pig_agreement
-    from .solver.pipeline import cleaned_markers, solve_capture
+    from .solver.pipeline import solve_capture, write_outputs
 
     t0 = time.perf_counter()
     p = _paths(take, out_dir)
@@ -347,17 +345,9 @@ def solve_take(take: Take, out_dir, settings: BatchSettings = BatchSettings()) -
         shutil.rmtree(partial, ignore_errors=True)     # a bad take fails again: nothing to keep
         return row
 
-    write_bvh(result.motion, p["bvh"])
-    outputs = [p["bvh"], p["report"]]
-    report = dict(result.report)
-    report.update(markerset=spec.name, body=body.name, output=str(p["bvh"]), static=take.static)
-    if settings.clean_c3d:
-        write_c3d(cleaned_markers(result, markers.fps, markers.subject), p["c3d"])
-        report["c3d_out"] = str(p["c3d"])
-        outputs.append(p["c3d"])
-    pig = capture_pig_agreement(markers, result.motion)
-    if pig:
-        report["plug_in_gait_segments"] = pig
+    report = write_outputs(result, markers, spec.name, body.name, p["bvh"], take.static,
+                           p["c3d"] if settings.clean_c3d else None)
+    outputs = [p["bvh"], p["report"]] + ([p["c3d"]] if settings.clean_c3d else [])
     # The report's timings differ run to run; the BVH and the figures below do not.
     atomic_write_text(p["report"], json.dumps(report, indent=2) + "\n")
     row = _row(take, "solved", frames=report["frames"], fps=report["fps"],

@@ -23,14 +23,11 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
                     quiet: bool = False, scene: str | None = None,
                     report_html: Path | None = None) -> dict:
     """Solve ``markers`` and write BVH (+ report, cleaned C3D, HTML report); returns the report."""
-    from ..io.bvh import write_bvh
-    from ..io.c3d import write_c3d
     from ..io.atomic import atomic_write_text
     from ..progress import Progress
     from ..scene import load_body, load_environment, load_markerset, pick_markerset
     from ..solver.checkpoint import partial_folder
-    from ..solver.compare import capture_pig_agreement
-    from ..solver.pipeline import cleaned_markers, solve_capture
+    from ..solver.pipeline import solve_capture, write_outputs
 
     body = load_body(body_name)
     try:
@@ -49,16 +46,8 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
         print(f"resumed from {partial}: " + ", ".join(
             (["kinematic solve"] if "kinematic" in result.report["resumed"] else [])
             + ([f"{blocks} physical block(s)"] if blocks else [])))
-    write_bvh(result.motion, output)
-    report = dict(result.report)
-    report.update(markerset=spec.name, body=body.name, output=str(output),
-                  static=static.meta.get("path") if static is not None else None)
-    if c3d_out is not None:
-        write_c3d(cleaned_markers(result, markers.fps, markers.subject), c3d_out)
-        report["c3d_out"] = str(c3d_out)
-    pig = capture_pig_agreement(markers, result.motion)
-    if pig:
-        report["plug_in_gait_segments"] = pig
+    report = write_outputs(result, markers, spec.name, body.name, output,
+                           static.meta.get("path") if static is not None else None, c3d_out)
     if report_path is not None:
         atomic_write_text(report_path, json.dumps(report, indent=2) + "\n")
     if report_html is not None:

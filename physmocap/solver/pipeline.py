@@ -23,7 +23,7 @@ from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
 from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
                        solve_physical)
 
-__all__ = ["SolveResult", "solve_capture", "joint_spec_from_body", "kinematic_prior",
+__all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body", "kinematic_prior",
            "bind_centres", "hold_anchors", "cleaned_markers"]
 
 #: Counts the changes that moved what a solve returns for the same input and settings. A
@@ -463,3 +463,24 @@ def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "") -> 
     virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
     return MarkerTrajectories(labels, fps, pos, virtual, subject_name,
                               {"gap_filled": int(np.isnan(result.pos).any(-1).sum())})
+
+
+def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: str,
+                  body_name: str, output, static_path: str | None, c3d_out=None) -> dict:
+    """What ``solve`` and ``batch`` write for a solved take: the BVH at ``output`` and, with
+    ``c3d_out``, the cleaned C3D (both atomically); returns the report to write beside them
+    (the solve's own, what it was solved with and into, and the capture against the Plug-in
+    Gait solve its file holds, if any: ``compare.capture_pig_agreement``)."""
+    from ..io.bvh import write_bvh
+    from ..io.c3d import write_c3d
+    from .compare import capture_pig_agreement
+    write_bvh(result.motion, output)
+    report = dict(result.report)
+    report.update(markerset=spec_name, body=body_name, output=str(output), static=static_path)
+    if c3d_out is not None:
+        write_c3d(cleaned_markers(result, markers.fps, markers.subject), c3d_out)
+        report["c3d_out"] = str(c3d_out)
+    pig = capture_pig_agreement(markers, result.motion)
+    if pig:
+        report["plug_in_gait_segments"] = pig
+    return report
