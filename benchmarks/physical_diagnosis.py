@@ -7,7 +7,8 @@
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
                                             [turn_radius] [envelope] [live_predictive]
-                                                         (the last nine not by default)
+                                            [solved_loop]
+                                                         (the last ten not by default)
                                             [--set NAME=VALUE ...]
 
 ``--set NAME=VALUE`` (repeatable) changes a gain of ``STEPPING`` (a ``BalanceSettings`` field)
@@ -77,6 +78,11 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   falls on: the sharp turns both ways and the figure eight mirrored, six headings, 20 s,
   beside ``STEPPING`` alone: when the head first drops below 1 m, how far body and
   reference walked, and what the search cost (about 60 minutes on 2 CPUs);
+* ``solved_loop``: the solved PiG and 02_01 walks' gait cycles looped (as
+  ``playback_speed.py solved_12``), each solved as shipped and with its foot plants held while
+  the foot rises slowly (the solve before the thirtieth session): how often ``STEPPING``'s
+  reference rule sees no foot planted, and at heading 0 the body's pace against its
+  reference's each 0.5 s until it is down (about 3 minutes);
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -1065,6 +1071,81 @@ def pushes() -> None:
         print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>19s}" for c in cells))
 
 
+def _no_foot_planted(ref, body, gains) -> float:
+    """%, frames of the prepared reference ``ref`` in which ``STEPPING``'s reference rule (a
+    foot's lowest sole point under ``contact_height``, its ankle slower than ``plant_speed``;
+    ``gains`` a ``BalanceSettings``) sees no foot planted; its ``contact_fallback`` left out."""
+    from physmocap._arrays import step_speed
+    from physmocap.playback.character import leg_chains
+    from physmocap.playback.reference import sole_points, sole_sides
+    joints, pts = sole_points(body)
+    z = (ref.gpos[:, joints] + quat.rotate(ref.grot[:, joints], pts))[..., 2]
+    low = np.stack([z[:, side].min(axis=1) for side in sole_sides(body)], axis=1)
+    ank = ref.gpos[:, [c[2] for c in leg_chains(body)], :2]
+    sp = np.stack([step_speed(np.diff(ank[:, k], axis=0), ref.fps) for k in (0, 1)], axis=1)
+    on = (low < gains.contact_height) & (sp < gains.plant_speed)
+    return 100.0 * float((~on.any(axis=1)).mean())
+
+
+def solved_loop() -> None:
+    """Why the solved PiG walk's looped gait cycle falls with ``STEPPING`` (up 20 s in 1 of 12
+    headings, ``playback_speed.py solved_12``) while 02_01's stays up: each walk solved as
+    shipped and with its foot plants held while the foot rises slowly (``detect_plants``'
+    ``move_off`` 1 km: the solve before the thirtieth session, 12 of 12). Its gait cycle looped
+    as ``track`` prepares it: how often ``STEPPING``'s reference rule sees no foot planted.
+    Then played at heading 0: the body's and the reference's forward speed each 0.5 s and how
+    far the body is behind, until its head drops below 1 m."""
+    import functools
+    from unittest import mock
+
+    from physmocap.io.c3d import read_c3d
+    from physmocap.playback.reference import close_cycle, walk_cycle
+    from physmocap.playback.track import on_body, prepare_reference, track_any
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.contacts import detect_plants
+    from physmocap.solver.pipeline import solve_capture
+
+    body = load_body()
+    settings = stepping_settings()
+    head = body.index("Head")
+    root = data_dir() / "c3d"
+    print("\nsolved walks, their gait cycle looped (as playback_speed.py solved_12), STEPPING, "
+          "heading 0: frames with no reference foot planted; each 0.5 s the body's / the "
+          "reference's forward speed (m/s), the body's lag (m)")
+    for name, static in (("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
+                         ("cmu/02_01", None)):
+        t = read_c3d(root / f"{name}.c3d")
+        st = read_c3d(root / f"{static}.c3d") if static else None
+        for label, move_off in (("as shipped", None), ("plants held", 1e3)):
+            plants = detect_plants if move_off is None else \
+                functools.partial(detect_plants, move_off=move_off)
+            # the pipeline's own name for it: the solve before the plants let go
+            with mock.patch("physmocap.solver.pipeline.detect_plants", plants):
+                m = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
+            i, j, _ = walk_cycle(m)
+            cycle = close_cycle(m[i:j + 1])
+            loops = int(np.ceil(20.0 * m.fps / (j - i))) + 1
+            # (on the body the reference is simulated with: the subject's limb lengths)
+            b, prep, _ = prepare_reference(on_body(cycle, body), body, "physical", settings, 3)
+            none = _no_foot_planted(prep, b, settings.balance_gains)
+            res = track_any(loop_motion(cycle, loops), body, "physical", settings)
+            x, xr = res.motion.gpos[:, 0, :2], res.reference.gpos[:, 0, :2]
+            n = int(round(0.5 * m.fps))
+            cells = []
+            for k in range(0, min(len(x) - n, int(6.0 * m.fps)), n):
+                fw = xr[k + n] - xr[k]             # forward: where the reference went (it curves)
+                fw /= max(float(np.linalg.norm(fw)), 1e-9)
+                cells.append(f"{(x[k + n] - x[k]) @ fw / 0.5:.2f}/"
+                             f"{(xr[k + n] - xr[k]) @ fw / 0.5:.2f} {(xr[k] - x[k]) @ fw:.2f}")
+            low = np.flatnonzero(res.motion.gpos[:, head, 2] < 1.0)
+            fate = f"down at {low[0] / m.fps:.2f} s" if len(low) else \
+                f"up {len(x) / m.fps:.1f} s"
+            print(f"  {name} {label}: no foot planted in {none:.1f} % of frames; {fate}; "
+                  f"the first 6 s:")
+            for a in range(0, len(cells), 6):
+                print("    " + " | ".join(cells[a:a + 6]), flush=True)
+
+
 def soles() -> None:
     import dataclasses
 
@@ -1183,7 +1264,7 @@ def main(argv: list[str]) -> None:
                                                         "head_circle")),
              "live_mirrored": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                            "head_circle"), mirror=True),
-             "turn_clips": turn_clips, "live_stands": live_stands,
+             "turn_clips": turn_clips, "live_stands": live_stands, "solved_loop": solved_loop,
              "turn_database": turn_database,
              "envelope": envelope, "live_predictive": live_predictive,
              "envelope_predictive": lambda: live_predictive(PREDICTIVE_ENVELOPE_TASKS),
