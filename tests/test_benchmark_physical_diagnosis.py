@@ -1,6 +1,7 @@
 """``benchmarks/physical_diagnosis.py``'s made inputs: mirrored (the same task turning the other
 way), the sharp turns rounded (``stadium_path``) and the envelope's tasks (``envelope``); its
-``--set`` (``STEPPING``'s gains changed, ``stepping_settings``)."""
+``--set`` (``STEPPING``'s gains changed, ``stepping_settings``); ``solved_loop``'s count of frames
+with no reference foot planted (``_no_foot_planted``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,8 @@ sys.path.insert(0, str(BENCH))
 import physical_diagnosis  # noqa: E402
 from physical_diagnosis import (  # noqa: E402
     PREDICTIVE_ENVELOPE_TASKS, PREDICTIVE_KEPT_TASKS, PREDICTIVE_TURNS_300, _envelope_input,
-    _mirrored_input, _plot_envelope, _predictive_jobs, _task_input, _turned_input, stadium_path,
-    stepping_settings)
+    _mirrored_input, _no_foot_planted, _plot_envelope, _predictive_jobs, _task_input,
+    _turned_input, stadium_path, stepping_settings)
 
 from physmocap.playback.balance import STEPPING, BalanceSettings  # noqa: E402
 from physmocap.playback.track import TrackingSettings  # noqa: E402
@@ -219,3 +220,25 @@ def test_a_run_with_set_says_so_first(monkeypatch, capsys):
     physical_diagnosis.main(["numerics", "--set", "ik_kz=0.34", "--set", "joint_max_torque=189"])
     assert capsys.readouterr().out.splitlines() == [
         "STEPPING / TrackingSettings changed by --set: ik_kz=0.34, joint_max_torque=189", "ran"]
+
+
+def test_no_foot_planted_follows_steppings_rule():
+    """``solved_loop``'s figure: a body standing in its rest pose has both feet planted (0 %);
+    raised above ``contact_height`` it has none (100 %); gliding faster than ``plant_speed``
+    none, slower both; the rule's thresholds are ``STEPPING``'s own."""
+    from physmocap.motion import Motion
+    from physmocap.scene import load_body
+    body = load_body()
+    F, fps = 30, 60.0
+
+    def motion(lift=0.0, speed=0.0):
+        root = np.tile(body.skeleton.offsets[0], (F, 1)) + [0.0, 0.0, lift]
+        root[:, 0] += speed * np.arange(F) / fps
+        return Motion(body.skeleton, fps, root, quat.identity((F, len(body))))
+
+    g = STEPPING
+    assert _no_foot_planted(motion(), body, g) == 0.0
+    assert _no_foot_planted(motion(lift=g.contact_height + 0.01), body, g) == 100.0
+    assert _no_foot_planted(motion(lift=g.contact_height - 0.01), body, g) == 0.0
+    assert _no_foot_planted(motion(speed=1.2 * g.plant_speed), body, g) == 100.0
+    assert _no_foot_planted(motion(speed=0.8 * g.plant_speed), body, g) == 0.0
