@@ -410,15 +410,13 @@ def test_a_late_swing_foot_comes_down_before_the_other_lifts(body, walk_02_01):
     """``swing_wait``: the body on the solved 02_01 walk lags its reference and lands late; on
     the reference's timing it lifted its stance foot with the other still in the air, a few
     frames with no foot on the floor each stride. With ``STEPPING``'s 0.1 s it keeps a foot
-    down (after the first frames: the body starts a few millimetres up). Measured, as this
-    rule was, with the reference's toes rigid (``bend_toes`` off): with them bent, 12 frames
-    without it and 7 with it."""
+    down (after the first frames: the body starts a few millimetres up)."""
     import dataclasses
 
     from physmocap.playback.balance import STEPPING
     flight = {}
     for wait in (0.0, STEPPING.swing_wait):
-        s = TrackingSettings(balance=True, bend_toes=False, balance_gains=dataclasses.replace(
+        s = TrackingSettings(balance=True, balance_gains=dataclasses.replace(
             STEPPING, swing_wait=wait))
         res = track(walk_02_01, body, "physical", s)
         assert not res.falls

@@ -10,9 +10,9 @@ from physmocap import quat
 from physmocap.motion import Motion
 from physmocap.playback import FrameRetargeter, TrackingSettings, track
 from physmocap.errors import SettingsError, ShapeError
-from physmocap.playback.reference import (StanceFloor, SwingLift, bend_toes, close_cycle,
-                                          ground_motion, level_feet, loop_motion, sole_points,
-                                          sole_sides, walk_cycle)
+from physmocap.playback.reference import (StanceFloor, SwingLift, close_cycle, ground_motion,
+                                          level_feet, loop_motion, sole_points, sole_sides,
+                                          walk_cycle)
 from physmocap.scene import load_body
 
 from conftest import WALK_001
@@ -163,75 +163,6 @@ def test_track_levels_planted_soles_in_physical_mode_only(body):
         np.testing.assert_allclose(_sole_pitch(ref, L), -8.0, atol=0.5)
 
 
-def toes_down(body, F=30, toes=-25.0, foot=0.0, rise=0.0):
-    """A standing body, its left toes pitched ``toes`` deg at their joint and its left foot
-    ``foot`` deg about the ankle (toes down < 0), the whole body raised ``rise`` m."""
-    sk = body.skeleton
-    lrot = quat.identity((F, len(body)))
-    y = np.broadcast_to(np.array([0.0, 1.0, 0.0]), (F, 3))
-    lrot[:, sk.index("LeftToes")] = quat.from_axis_angle(y, np.full(F, -np.radians(toes)))
-    lrot[:, sk.index("LeftFoot")] = quat.from_axis_angle(y, np.full(F, -np.radians(foot)))
-    root = np.tile(sk.offsets[0], (F, 1)) + [0.0, 0.0, rise]
-    return Motion(sk, 60.0, root, lrot)
-
-
-def test_bend_toes_lays_a_toe_in_the_floor_flat(body):
-    """A toe pointing into the floor at a ball that stands on it is turned up at its joint
-    until level, its tip no longer below the floor; the foot, the other toe and every joint
-    position but the left toes' tip stay as they were."""
-    T, L = body.index("LeftToes"), body.index("LeftFoot")
-    m = toes_down(body)
-    joints, pts = sole_points(body)
-
-    def low(mo, j):
-        k = joints == j
-        return (mo.gpos[:, joints[k]] + quat.rotate(mo.grot[:, joints[k]], pts[k]))[..., 2].min()
-
-    assert low(m, T) < -0.01                        # the rigid tip 2-3 cm into the floor
-    out = bend_toes(m, body)
-    np.testing.assert_allclose(_sole_pitch(out, T), 0.0, atol=1e-6)
-    assert low(out, T) > -1e-6
-    np.testing.assert_allclose(out.gpos, m.gpos, atol=1e-9)
-    others = np.ones(len(body), bool)
-    others[T] = False
-    np.testing.assert_allclose(out.lrot[:, others], m.lrot[:, others], atol=1e-12)
-    # a heel risen 20 deg over a flat toe: the toe, level already, bends no further
-    heel = toes_down(body, toes=20.0, foot=-20.0)
-    np.testing.assert_allclose(_sole_pitch(heel, T), 0.0, atol=1e-6)
-    np.testing.assert_allclose(bend_toes(heel, body).lrot, heel.lrot, atol=1e-12)
-    assert _sole_pitch(heel, L)[0] < -19.0
-
-
-def test_bend_toes_leaves_swinging_and_raised_toes(body):
-    """A toe whose ball is off the floor (the body 10 cm up: a swing) or that points up keeps
-    its angle; a ball just within ``ball_height`` counts."""
-    for m in (toes_down(body, rise=0.1), toes_down(body, toes=15.0)):
-        np.testing.assert_allclose(bend_toes(m, body).lrot, m.lrot, atol=1e-12)
-    T = body.index("LeftToes")
-    near = toes_down(body, rise=0.02)
-    np.testing.assert_allclose(_sole_pitch(bend_toes(near, body), T), 0.0, atol=1e-6)
-    np.testing.assert_allclose(bend_toes(near, body, ball_height=0.01).lrot, near.lrot,
-                               atol=1e-12)
-    for bad in (float("nan"), -0.01):
-        with pytest.raises(SettingsError, match="bend_toes: ball_height must be a finite"):
-            bend_toes(near, body, ball_height=bad)
-
-
-def test_track_bends_the_physical_references_toes(body):
-    """``TrackingSettings.bend_toes`` (default on), physical mode only: the reference's toe
-    lies flat; the assist mode's reference and ``bend_toes=False`` keep it pointing down; a
-    switch that is not True or False is refused."""
-    m = toes_down(body, F=12)
-    T = body.index("LeftToes")
-    np.testing.assert_allclose(_sole_pitch(track(m, body, "physical").reference, T), 0.0,
-                               atol=1e-6)
-    for ref in (track(m, body, "assist").reference,
-                track(m, body, "physical", TrackingSettings(bend_toes=False)).reference):
-        np.testing.assert_allclose(_sole_pitch(ref, T), -25.0, atol=1e-6)
-    with pytest.raises(SettingsError, match="TrackingSettings: bend_toes must be True or False"):
-        TrackingSettings(bend_toes=1)
-
-
 def test_ground_motion_by_the_still_feet(body):
     """``still_speed``: the still foot stands on the floor though a moving one reaches 3 cm
     lower; without it (or with no foot still) the lowest sole point does."""
@@ -280,9 +211,8 @@ def test_track_grounds_the_physical_reference_by_its_still_feet(body):
     m = Motion(sk, 60.0, np.tile(sk.offsets[0], (F, 1)), lrot)
     L = sk.index("LeftFoot")
     rest = float(sk.rest_positions()[L, 2])
-    # (the toes kept rigid: bent, the right toe's tip would no longer reach below the floor)
-    z = {k: track(m, body, mode, TrackingSettings(flat_planted=False, bend_toes=False,
-                                                  ground_still=g)).reference.gpos[:, L, 2]
+    z = {k: track(m, body, mode, TrackingSettings(flat_planted=False, ground_still=g)
+                  ).reference.gpos[:, L, 2]
          for k, mode, g in (("still", "physical", 0.2), ("lowest", "physical", 0.0),
                             ("assist", "assist", 0.2))}
     np.testing.assert_allclose(z["still"], rest, atol=1e-6)

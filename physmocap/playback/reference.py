@@ -6,8 +6,6 @@ brushing the ground. ``track`` and the live loop (``live.LivePlayback``) prepare
 
 * ``level_feet``: each foot twisted about its own bone so its sole faces the floor (and, in
   physical mode, pitched so a planted sole is level);
-* ``bend_toes``: each toe segment bent up at the ball, where it points below level, until
-  level (in physical mode, before grounding);
 * ``ground_motion`` (a whole clip) and ``StanceFloor`` (frame by frame, causal): the root moved
   vertically so the feet stand on the floor (the lowest sole point, or the still / stance feet);
 * ``SwingLift`` / ``lift_swing``: a swinging foot that reaches below a clearance lifted;
@@ -30,7 +28,7 @@ from ..scene import BodyTemplate
 from ..skeleton import Skeleton
 from .character import Character, foot_joints, leg_chains
 
-__all__ = ["sole_points", "sole_sides", "level_feet", "bend_toes", "ground_motion", "StanceFloor",
+__all__ = ["sole_points", "sole_sides", "level_feet", "ground_motion", "StanceFloor",
            "SwingLift", "lift_swing", "walk_cycle", "close_cycle", "loop_motion",
            "FrameRetargeter"]
 
@@ -109,44 +107,6 @@ def level_feet(motion: Motion, body: BodyTemplate, constant: bool = False,
             lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
     return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
                   dict(motion.meta, level_feet=True))
-
-
-def bend_toes(motion: Motion, body: BodyTemplate, ball_height: float = 0.03) -> Motion:
-    """``motion`` (grounded: the floor at z = 0) with each ``*Toes`` segment whose ball is on
-    the floor (its joint less than ``ball_height`` m above where it stands, ``(F,)``) and whose
-    sole (rest +X) points below level turned up about the horizontal axis across it, at its
-    joint, until level; other frames and joints unchanged.
-
-    A toe bends at the ball as the heel rises. A solve whose markers do not see the toes
-    (Plug-in Gait's TOE marker sits on the ball) keeps them rigid with the foot, so a heel that
-    rises gradually, as a real heel does, pushes the rigid toe tip below the floor; grounded by
-    that still, lowest point (``ground_motion``), the reference's other, landing heel then
-    hovers 1.8-2.2 cm up, and ``balance.STEPPING`` sees neither foot planted (in 10.4 % of the
-    solved PiG walk's frames; ``benchmarks/physical_diagnosis.py solved_loop``). A swinging
-    toe, its ball off the floor, keeps its angle."""
-    require_numbers("bend_toes", ball_height=ball_height)
-    lrot = np.array(motion.lrot)
-    grot = motion.grot
-    par = body.skeleton.parents
-    names = body.skeleton.names
-    rest = body.skeleton.rest_positions()
-    for j in sum(foot_joints(body), []):
-        if not names[j].endswith("Toes"):
-            continue
-        g = grot[:, j]
-        x = quat.rotate(g, np.broadcast_to(np.array([1.0, 0.0, 0.0]), (len(g), 3)))
-        h = np.linalg.norm(x[:, :2], axis=-1)
-        pitch = np.arctan2(x[:, 2], h)                   # < 0: the tip below the ball
-        down = (pitch < 0.0) & (h > 1e-6) & (motion.gpos[:, j, 2] < rest[j, 2] + ball_height)
-        if not down.any():
-            continue
-        # the horizontal axis to the toe's left: a turn by the (negative) pitch lifts its tip
-        left = np.stack([-x[:, 1], x[:, 0], np.zeros(len(x))], axis=-1)
-        left /= np.maximum(np.linalg.norm(left, axis=-1, keepdims=True), 1e-9)
-        g2 = quat.mul(quat.from_axis_angle(left, np.where(down, pitch, 0.0)), g)
-        lrot[:, j] = quat.mul(quat.conj(grot[:, par[j]]), g2)
-    return Motion(motion.skeleton, motion.fps, motion.root_pos, quat.normalize(lrot),
-                  dict(motion.meta, bent_toes=True))
 
 
 def _planted_pitch(motion: Motion, g: np.ndarray, j: int, speed: float = 0.3,

@@ -41,7 +41,7 @@ from .balance import BalanceController, BalanceSettings
 from .character import Character
 from .environment import Holds, add_objects
 from .reach import ArmReach, reach_report
-from .reference import bend_toes, ground_motion, level_feet, lift_swing, loop_motion
+from .reference import ground_motion, level_feet, lift_swing, loop_motion
 
 __all__ = ["TrackingSettings", "Tracker", "TrackResult", "track", "track_any", "MODES",
            "BALANCES", "balance_settings", "path_walked_m"]
@@ -52,7 +52,7 @@ _MODE_DEFAULTS = {"solver_iterations": (50, 10), "joint_min_torque": (60.0, 30.0
                   "stance_speed": (0.5, 0.2), "swing_clearance": (0.01, None),
                   "joint_lead": (0.008, 0.0), "stance_rise": (0.3, None)}
 # fields checked apart from the numbers (>= 0), and the numbers that must be > 0
-_NOT_NUMBERS = ("level_feet", "flat_planted", "bend_toes", "ground_reference", "head", "balance",
+_NOT_NUMBERS = ("level_feet", "flat_planted", "ground_reference", "head", "balance",
                 "balance_gains", "reach_every_step", "recover_s", *_MODE_DEFAULTS)
 _POSITIVE = ("timestep", "reach_kp", "assist_i_time", "fall_speed", "stance_height",
              "stance_speed", "stance_rise")
@@ -223,16 +223,6 @@ class TrackingSettings:
             on its toe tip, the centre of pressure there braking the body (measured, Bandai-Namco
             walk 001 with ``balance.STEPPING``: down at 3.0 s without, 6.8 s with, up its
             9.1 s with ``ground_still`` too).
-        bend_toes: in ``"physical"`` mode ``track`` bends each reference toe whose ball is on
-            the floor up at the ball where it points below level (``reference.bend_toes``),
-            then grounds the reference again: a toe kept rigid with a rising heel reaches
-            below the floor, and the reference grounded by it held its landing heel 2 cm up,
-            planted by neither foot (the solved PiG walk, whose heels rise gradually: no foot
-            planted in 10.4 % of its looped cycle's frames; its cycle looped to 20 s with
-            ``balance.STEPPING`` up in 9 of 12 headings, 1 without; 02_01's in 10 of 12, 12
-            without; the Bandai walks from other frames 19 of 21, 18 without; the demo walk
-            from four points in its cycle 2 of 4, 3 without; ``benchmarks/RESULTS.md``,
-            "Solved captures played back").
         ground_still: m/s; > 0: in ``"physical"`` mode ``track`` grounds the reference by its
             still feet (``ground_motion``): a foot whose lowest sole point moves slower than
             this is on the floor. Retargeted by joint angles onto other limb lengths, the
@@ -326,7 +316,6 @@ class TrackingSettings:
     assist_i_max: float = 0.03
     level_feet: bool = True
     flat_planted: bool = True
-    bend_toes: bool = True
     ground_still: float = 0.2
     ground_reference: bool = True
     stance_speed: float | None = None
@@ -351,8 +340,7 @@ class TrackingSettings:
         # one clear line for a bad value here, not a PyBullet error (or a silent blow-up) later
         require_numbers("TrackingSettings", _POSITIVE, **{
             f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_NUMBERS})
-        require_flags("TrackingSettings", reach_every_step=self.reach_every_step,
-                      bend_toes=self.bend_toes)
+        require_flags("TrackingSettings", reach_every_step=self.reach_every_step)
         for name in ("joint_min_torque", "stance_speed", "swing_clearance", "joint_lead",
                      "stance_rise", "recover_s"):
             v = getattr(self, name)
@@ -1025,11 +1013,8 @@ def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
         ref = level_feet(ref, body, constant=mode == "physical",
                          flat_planted=mode == "physical" and settings.flat_planted)
     if settings.ground_reference:
-        still = settings.ground_still if mode == "physical" else 0.0
-        ref = ground_motion(ref, body, still_speed=still)
-        if mode == "physical" and settings.bend_toes:
-            # the toes bent where the ball stands, then grounded again without their dip
-            ref = ground_motion(bend_toes(ref, body), body, still_speed=still)
+        ref = ground_motion(ref, body, still_speed=settings.ground_still
+                            if mode == "physical" else 0.0)
     clearance = settings.clearance(mode)
     if clearance > 0:
         ref = lift_swing(ref, body, clearance)
