@@ -344,12 +344,17 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         k_rot = float(np.median(k_all)) * 0.1 ** 2          # one spring at 10 cm, N·m/rad
         kp, kh, kl = s.resist * k_rot, s.hinge_stiffness * k_rot, s.limit_stiffness * k_rot
         for f in range(F):
+            # this frame's constraint springs: the active anchors, their marker rows, N/m each
+            if anchors is None:
+                cons, crow, kc = [], np.zeros(0, int), np.zeros((0, 1))
+            else:
+                cons = np.flatnonzero(~np.isnan(anchors[f, :, 0]))
+                crow = anchor_rows[cons]
+                kc = s.plant_stiffness * anchor_weight[f, cons, None]
             # The preconditioning masses follow the springs that pull this frame: the marker
             # springs seen, plus constraint springs (much stiffer) on their points.
             k_now = np.where(present[f], k_all, 0.0)
-            if anchors is not None:
-                on = ~np.isnan(anchors[f, :, 0])
-                np.add.at(k_now, anchor_rows[on], s.plant_stiffness * anchor_weight[f, on])
+            np.add.at(k_now, crow, kc[:, 0])
             if k_before is None or np.any(k_now != k_before):
                 k_before = k_now
                 mass, inertia = _marker_mass_properties(
@@ -370,9 +375,6 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             ball_target = start_lrot[body.ball]
             idx = np.flatnonzero(present[f])
             target, joints, k = pos[f, idx], markerset.body[idx], k_all[idx, None]
-            cons = [] if anchors is None else np.flatnonzero(~np.isnan(anchors[f, :, 0]))
-            crow = [] if anchors is None else anchor_rows[cons]
-            kc = [] if anchors is None else s.plant_stiffness * anchor_weight[f, cons, None]
             prev = None
             for sub in range(s.substeps):
                 gpos, grot = body.joint_frames()
