@@ -23,8 +23,8 @@ from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
 from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
                        solve_physical)
 
-__all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body", "kinematic_prior",
-           "bind_centres", "hold_anchors", "cleaned_markers"]
+__all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body",
+           "kinematic_prior", "bind_centres", "hold_anchors", "cleaned_markers"]
 
 #: Counts the changes that moved what a solve returns for the same input and settings. A
 #: resumed solve (its checkpoint) and a batch's done-stamp hold it, so a finished stage or take
