@@ -42,7 +42,7 @@ from .skeleton import Skeleton
 
 __all__ = [
     "BodyTemplate", "MarkerSetSpec", "CentreRule", "JOINT_TYPES", "scene_dirs", "list_bodies",
-    "list_markersets", "load_body", "load_markerset", "pick_markerset",
+    "list_markersets", "load_body", "standing", "load_markerset", "pick_markerset",
     "Environment", "SceneObject", "HandHold", "list_environments", "load_environment",
 ]
 
@@ -168,10 +168,12 @@ class BodyTemplate:
 
     def with_skeleton(self, skeleton: Skeleton) -> "BodyTemplate":
         """This template's joints on ``skeleton`` (same joints, other limb lengths: a calibrated
-        subject). Radii scale by the ratio of standing heights, masses by its cube."""
+        subject), its rest pose standing on the floor (``standing``). Radii scale by the ratio
+        of standing heights, masses by its cube."""
         if not skeleton.same_structure(self.skeleton):
             raise ShapeError(f"with_skeleton: the skeleton's joints are not the template "
                              f"{self.name!r}'s")
+        skeleton = standing(skeleton, self.skeleton)
         other = BodyTemplate(skeleton, self.joint_type, self.axis, self.limits, self.mass,
                              self.radius, self.name, self.source, self.twist_mid)
         k = other.height / self.height
@@ -630,6 +632,27 @@ def _parse_centres(data: dict, ck: "_Checker", body: BodyTemplate, names: list) 
                                 ck.string(row["parameter"], where, "parameter")
                                 if "parameter" in row else ""))
     return tuple(rules)
+
+
+def standing(skeleton: Skeleton, template: Skeleton) -> Skeleton:
+    """``skeleton`` with its root's rest height changed so that its rest pose stands on the
+    floor (z = 0) as ``template``'s does: its lowest rest joint at the template's lowest
+    joint's height, scaled by the ratio of the root's rest heights above those joints.
+
+    Calibration fits the bone offsets and keeps the scaled template's root offset, so a subject
+    whose legs came out long for it stood with its feet through the floor in the rest pose;
+    a body whose foot collision boxes reach from each foot joint down to z = 0 in that pose
+    (``playback.character.foot_box``) got thin feet and toe boxes of negative height (the
+    solved Plug-in Gait walk: ankle 2.9 cm and toe joint -0.3 cm above the rest floor, the
+    template's 7.0 and 2.5). Bone offsets are unchanged; the root's only moves vertically."""
+    z, zt = skeleton.rest_positions()[:, 2], template.rest_positions()[:, 2]
+    low = float(zt.min())
+    if zt[0] - low <= 0.0 or z[0] - z.min() <= 0.0:     # the root lowest: no legs to stand on
+        return skeleton
+    lift = low * float(z[0] - z.min()) / float(zt[0] - low) - float(z.min())
+    offsets = np.array(skeleton.offsets)
+    offsets[0, 2] += lift
+    return Skeleton(skeleton.names, skeleton.parents, offsets, skeleton.end_sites)
 
 
 def load_body(name_or_path="humanoid") -> BodyTemplate:

@@ -471,6 +471,25 @@ def test_a_solved_subject_plays_on_its_own_body(body):
         body.with_skeleton(_other_skeleton())
 
 
+def test_a_long_legged_subject_has_feet_of_positive_size(body):
+    """Calibration keeps the scaled template's root offset; a subject whose legs came out long
+    stood through the floor in the rest pose, and its foot boxes (down to that floor) were thin
+    or of negative height (the solved Plug-in Gait walk's toes). On its own body each foot box
+    reaches the floor and none is flat."""
+    from physmocap.playback.character import foot_box, foot_joints
+    from physmocap.skeleton import Skeleton
+    sk = body.skeleton
+    off = np.array(sk.offsets) * 1.1
+    off[0] = sk.offsets[0] * 0.95                  # the root's rest offset kept short
+    sub = body.with_skeleton(Skeleton(sk.names, sk.parents, off, sk.end_sites * 1.1))
+    rest = sub.skeleton.rest_positions()
+    for j in sum(foot_joints(sub), []):
+        half, ctr = foot_box(sub, j)
+        assert np.all(half > 0.0)
+        assert rest[j, 2] + ctr[2] - half[2] == pytest.approx(0.0, abs=1e-9)   # its sole
+        assert half[2] >= foot_box(body, j)[0][2]      # a larger subject: no thinner feet
+
+
 def _other_skeleton():
     from physmocap.skeleton import Skeleton
     return Skeleton(("A", "B"), np.array([-1, 0]), np.array([[0, 0, 1.0], [0, 0, 0.5]]))

@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 from physmocap import MarkerSet, PhysmocapError, UnknownNameError
 from physmocap.errors import FileFormatError, ShapeError
 from physmocap.scene import (BodyTemplate, MarkerSetSpec, list_bodies, list_markersets,
-                             load_body, load_markerset, pick_markerset)
+                             load_body, load_markerset, pick_markerset, standing)
 
 HUMANOID = ("Hips Spine Chest Neck Head LeftShoulder LeftUpperArm LeftLowerArm LeftHand "
             "RightShoulder RightUpperArm RightLowerArm RightHand LeftUpperLeg LeftLowerLeg "
@@ -286,6 +286,42 @@ def test_a_twist_range_off_the_rest_pose(tmp_path):
     with pytest.raises(PhysmocapError, match="twist_mid must be finite"):
         BodyTemplate(human.skeleton, human.joint_type, human.axis, human.limits, human.mass,
                      human.radius, twist_mid=np.full(len(human), np.nan))
+
+
+def _long_legged(body, k_legs=1.1, k_root=0.95):
+    """The template's skeleton as calibration leaves a long-legged subject: every bone offset
+    scaled by ``k_legs``, the root's rest offset by ``k_root`` (its feet below z = 0)."""
+    from physmocap.skeleton import Skeleton
+    sk = body.skeleton
+    off = np.array(sk.offsets) * k_legs
+    off[0] = sk.offsets[0] * k_root
+    return Skeleton(sk.names, sk.parents, off, sk.end_sites * k_legs)
+
+
+def test_a_subject_stands_on_the_floor_in_its_rest_pose():
+    """A subject whose bones came out long for the root offset it kept stood with its feet
+    through the floor in the rest pose; ``standing`` lifts the root (only it) so that the
+    lowest joint sits where the template's does, scaled by the root's height above it."""
+    body = load_body()
+    sk = _long_legged(body)
+    assert sk.rest_positions()[:, 2].min() < 0.0            # the toes below the floor
+    up = standing(sk, body.skeleton)
+    zt, z = body.skeleton.rest_positions()[:, 2], up.rest_positions()[:, 2]
+    assert z.min() == pytest.approx(zt.min() * 1.1)         # the lowest joint, scaled
+    np.testing.assert_array_equal(up.offsets[1:], sk.offsets[1:])
+    np.testing.assert_array_equal(up.offsets[0, :2], sk.offsets[0, :2])
+    # the body on it: standing, and no lighter than its long legs make it
+    sub = body.with_skeleton(sk)
+    assert sub.skeleton.rest_positions()[:, 2].min() == pytest.approx(z.min())
+    assert sub.height == pytest.approx(body.height * 1.1)
+    assert sub.total_mass == pytest.approx(body.total_mass * 1.1 ** 3)
+    # a uniformly scaled subject already stands: unchanged
+    k = body.skeleton.scaled(0.9)
+    np.testing.assert_allclose(standing(k, body.skeleton).offsets, k.offsets, atol=1e-12)
+    # a skeleton whose root is its lowest joint is left as it is (nothing to stand on)
+    from physmocap.skeleton import Skeleton
+    flat = Skeleton(("A", "B"), np.array([-1, 0]), np.array([[0, 0, 0.0], [0, 0, 0.5]]))
+    assert standing(flat, flat) is flat
 
 
 def test_scaled_keeps_ratios():
