@@ -7,8 +7,9 @@
                                             [live_headings_28] [live_turns] [turn_clips]
                                             [live_stands] [turn_database] [live_mirrored]
                                             [turn_radius] [envelope] [live_predictive]
-                                            [solved_loop]
-                                                         (the last ten not by default)
+                                            [solved_loop] [solved_cycles]
+                                            [solved_cycles_template]
+                                                         (the last twelve not by default)
                                             [--set NAME=VALUE ...]
 
 ``--set NAME=VALUE`` (repeatable) changes a gain of ``STEPPING`` (a ``BalanceSettings`` field)
@@ -83,6 +84,10 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   the foot rises slowly (the solve before the thirtieth session): how often ``STEPPING``'s
   reference rule sees no foot planted, and at heading 0 the body's pace against its
   reference's each 0.5 s until it is down (about 3 minutes);
+* ``solved_cycles``: those two looped walks at ``playback_speed.py solved_12``'s twelve
+  headings alone, in parallel, with ``--set``'s changes: up of 12, when each fell, and whether
+  the body was going backward just before (about 2 minutes on 2 CPUs); ``solved_cycles_template``
+  the same walks retargeted onto the template's body;
 * ``live_reference``: the live walking inputs with ``STEPPING`` (20 s, headings 0 and 2 rad)
   retargeted from the first frame of other database clips (``LivePlayback(reference_frame=
   ...)``; the default is ``standing_frame``'s): when the head first drops below 1 m;
@@ -1146,6 +1151,95 @@ def solved_loop() -> None:
                 print("    " + " | ".join(cells[a:a + 6]), flush=True)
 
 
+_CYCLES = {}                # the looped solved walks, shared with the forked workers
+
+
+def _solved_walks(on_template: bool = False) -> dict:
+    """The solved PiG and 02_01 walks (``solve_real.py``'s takes), each its most closed gait
+    cycle (``walk_cycle``, seam spread: ``close_cycle``) looped past 20 s, as
+    ``playback_speed.py solved_12`` plays them; ``on_template``: retargeted onto the body
+    template's limb lengths first (played on the template's body, not the subject's)."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.matching.retarget import retarget
+    from physmocap.playback.reference import close_cycle, walk_cycle
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    body = load_body()
+    root = data_dir() / "c3d"
+    out = {}
+    for name, static in (("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
+                         ("cmu/02_01", None)):
+        t = read_c3d(root / f"{name}.c3d")
+        st = read_c3d(root / f"{static}.c3d") if static else None
+        m = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
+        if on_template:
+            m = retarget(m, body.skeleton)
+        i, j, _ = walk_cycle(m)
+        loops = int(np.ceil(20.0 * m.fps / (j - i))) + 1
+        out[name] = loop_motion(close_cycle(m[i:j + 1]), loops)
+    return out
+
+
+def _cycle_cell(job: tuple) -> tuple:
+    """One looped walk at one heading (``job``: name, yaw rad) with ``stepping_settings()``:
+    ``(name, yaw, down s or None, the body's forward speed over the 0.5 s before it, its
+    reference's)``, forward along the reference's path."""
+    from playback_speed import turned
+    from physmocap.playback.track import track_any
+    name, yaw = job
+    body = load_body()
+    res = track_any(turned(_CYCLES[name], yaw), body, "physical", stepping_settings())
+    m, r = res.motion, res.reference
+    low = np.flatnonzero(m.gpos[:, body.index("Head"), 2] < 1.0)
+    if not len(low):
+        return name, yaw, None, None, None
+    k = low[0]
+    a, b = max(0, k - int(round(m.fps))), max(0, k - int(round(0.5 * m.fps)))
+    fw = r.root_pos[k, :2] - r.root_pos[a, :2]
+    fw = fw / max(float(np.linalg.norm(fw)), 1e-9)
+    pace = [float((x.root_pos[k, :2] - x.root_pos[b, :2]) @ fw) / ((k - b) / m.fps)
+            if k > b else 0.0 for x in (m, r)]
+    return name, yaw, k / m.fps, pace[0], pace[1]
+
+
+def solved_cycles(on_template: bool = False, workers: int | None = None) -> None:
+    """The solved PiG and 02_01 walks' gait cycles looped to 20 s, fully physical with
+    ``STEPPING`` (as changed by ``--set``) at ``playback_speed.py``'s twelve headings, in
+    ``workers`` processes (default: up to 4, the CPUs): up of 12, when the head first drops
+    below 1 m, and how fast the body moved along its reference's path in the 0.5 s before
+    (negative: backward). ``solved_cycles`` is ``playback_speed.py solved_12``'s looped walks
+    alone, with ``--set``; ``solved_cycles_template`` the same walks on the template's body
+    (retargeted). About 2 minutes on 2 CPUs."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from playback_speed import HEADINGS_12
+    global _CYCLES
+    _CYCLES = _solved_walks(on_template)
+    jobs = [(name, y) for name in _CYCLES for y in HEADINGS_12]
+    n = workers or max(1, min(4, os.cpu_count() or 1))
+    with ProcessPoolExecutor(n, mp_context=get_context("fork")) as pool:
+        rows = list(pool.map(_cycle_cell, jobs))
+    body = "the template's body (retargeted)" if on_template else "the subject's body"
+    changes = ", ".join(f"{k}={v}" for k, v in _CHANGES.items()) or "none"
+    print(f"\nsolved walks' gait cycles looped to 20 s on {body}, STEPPING (--set: {changes}), "
+          f"headings {', '.join(f'{y:g}' for y in HEADINGS_12)} rad: head below 1 m at (s); "
+          f"the body's / its reference's speed along the reference's path over the 0.5 s "
+          f"before (m/s)")
+    for name in _CYCLES:
+        rs = [r for r in rows if r[0] == name]
+        downs = [r for r in rs if r[2] is not None]
+        print(f"  {name:30s} up {len(rs) - len(downs)} of {len(rs)}; "
+              + " ".join("-" if r[2] is None else f"{r[2]:.2f}" for r in rs))
+        if downs:
+            print(f"  {'':30s} before the fall: "
+                  + " ".join(f"{r[3]:+.2f}/{r[4]:.2f}" for r in downs)
+                  + f"; backward in {sum(r[3] < 0 for r in downs)} of {len(downs)}",
+                  flush=True)
+
+
 def soles() -> None:
     import dataclasses
 
@@ -1265,6 +1359,8 @@ def main(argv: list[str]) -> None:
              "live_mirrored": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                            "head_circle"), mirror=True),
              "turn_clips": turn_clips, "live_stands": live_stands, "solved_loop": solved_loop,
+             "solved_cycles": solved_cycles,
+             "solved_cycles_template": lambda: solved_cycles(on_template=True),
              "turn_database": turn_database,
              "envelope": envelope, "live_predictive": live_predictive,
              "envelope_predictive": lambda: live_predictive(PREDICTIVE_ENVELOPE_TASKS),

@@ -1,7 +1,7 @@
 """``benchmarks/physical_diagnosis.py``'s made inputs: mirrored (the same task turning the other
 way), the sharp turns rounded (``stadium_path``) and the envelope's tasks (``envelope``); its
 ``--set`` (``STEPPING``'s gains changed, ``stepping_settings``); ``solved_loop``'s count of frames
-with no reference foot planted (``_no_foot_planted``)."""
+with no reference foot planted (``_no_foot_planted``); ``solved_cycles``' table."""
 from __future__ import annotations
 
 import dataclasses
@@ -242,3 +242,25 @@ def test_no_foot_planted_follows_steppings_rule():
     assert _no_foot_planted(motion(lift=g.contact_height - 0.01), body, g) == 0.0
     assert _no_foot_planted(motion(speed=1.2 * g.plant_speed), body, g) == 100.0
     assert _no_foot_planted(motion(speed=0.8 * g.plant_speed), body, g) == 0.0
+
+
+def _fake_cycle_cell(job):
+    """A ``_cycle_cell`` row at once: walk "a" up everywhere, "b" down at 3 + yaw s, going
+    backward before it at the headings under 2 rad."""
+    name, yaw = job
+    if name == "a":
+        return name, yaw, None, None, None
+    return name, yaw, 3.0 + yaw, -0.5 if yaw < 2.0 else 0.8, 1.1
+
+
+def test_solved_cycles_counts_the_walks_up_and_going_backward(monkeypatch, capsys):
+    """Per walk: up of the twelve headings, each fall time in heading order, and how many
+    falls came with the body going backward along its reference's path."""
+    monkeypatch.setattr(physical_diagnosis, "_solved_walks", lambda on_template: {"a": 0, "b": 0})
+    monkeypatch.setattr(physical_diagnosis, "_cycle_cell", _fake_cycle_cell)
+    physical_diagnosis.solved_cycles(workers=2)
+    out = capsys.readouterr().out
+    assert "a" in out and "up 12 of 12; - - - - - - - - - - - -" in out
+    assert "up 0 of 12; 3.00 3.70 5.00 6.00 7.00 8.00 4.00 4.50" in out
+    assert "backward in 4 of 12" in out and "-0.50/1.10" in out
+    assert "the subject's body" in out and "--set: none" in out
