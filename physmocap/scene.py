@@ -644,7 +644,7 @@ def standing(skeleton: Skeleton, template: Skeleton) -> Skeleton:
     a body whose foot collision boxes reach from each foot joint down to z = 0 in that pose
     (``playback.character.foot_box``) got thin feet and toe boxes of negative height (the
     solved Plug-in Gait walk: ankle 2.9 cm and toe joint -0.3 cm above the rest floor, the
-    template's 7.0 and 2.5). Bone offsets are unchanged; the root's only moves vertically."""
+    template's 7.0 and 2.5). Bone offsets are unchanged; the root's offset moves only up or down."""
     z, zt = skeleton.rest_positions()[:, 2], template.rest_positions()[:, 2]
     low = float(zt.min())
     if zt[0] - low <= 0.0 or z[0] - z.min() <= 0.0:     # the root lowest: no legs to stand on
