@@ -1076,6 +1076,11 @@ def pushes() -> None:
         print(f"  {v[0]:+5.1f},{v[1]:+5.1f}  " + " ".join(f"{c:>19s}" for c in cells))
 
 
+# the walking captures of ``solve_real.py`` (capture, its static trial or None), solved and looped
+SOLVED_WALKS = (("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
+                ("cmu/02_01", None))
+
+
 def _no_foot_planted(ref, body, gains) -> float:
     """%, frames of the prepared reference ``ref`` in which ``STEPPING``'s reference rule (a
     foot's lowest sole point under ``contact_height``, its ankle slower than ``plant_speed``;
@@ -1103,8 +1108,8 @@ def solved_loop() -> None:
     import functools
     from unittest import mock
 
+    from playback_speed import looped_cycle
     from physmocap.io.c3d import read_c3d
-    from physmocap.playback.reference import close_cycle, walk_cycle
     from physmocap.playback.track import on_body, prepare_reference, track_any
     from physmocap.scene import pick_markerset
     from physmocap.solver.contacts import detect_plants
@@ -1117,8 +1122,7 @@ def solved_loop() -> None:
     print("\nsolved walks, their gait cycle looped (as playback_speed.py solved_12), STEPPING, "
           "heading 0: frames with no reference foot planted; each 0.5 s the body's / the "
           "reference's forward speed (m/s), the body's lag (m)")
-    for name, static in (("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
-                         ("cmu/02_01", None)):
+    for name, static in SOLVED_WALKS:
         t = read_c3d(root / f"{name}.c3d")
         st = read_c3d(root / f"{static}.c3d") if static else None
         for label, move_off in (("as shipped", None), ("plants held", 1e3)):
@@ -1127,13 +1131,11 @@ def solved_loop() -> None:
             # the pipeline's own name for it: the solve before the plants let go
             with mock.patch("physmocap.solver.pipeline.detect_plants", plants):
                 m = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
-            i, j, _ = walk_cycle(m)
-            cycle = close_cycle(m[i:j + 1])
-            loops = int(np.ceil(20.0 * m.fps / (j - i))) + 1
+            _, cycle, looped = looped_cycle(m)
             # (on the body the reference is simulated with: the subject's limb lengths)
             b, prep, _ = prepare_reference(on_body(cycle, body), body, "physical", settings, 3)
             none = _no_foot_planted(prep, b, settings.balance_gains)
-            res = track_any(loop_motion(cycle, loops), body, "physical", settings)
+            res = track_any(looped, body, "physical", settings)
             x, xr = res.motion.gpos[:, 0, :2], res.reference.gpos[:, 0, :2]
             n = int(round(0.5 * m.fps))
             cells = []
@@ -1159,25 +1161,20 @@ def _solved_walks(on_template: bool = False) -> dict:
     cycle (``walk_cycle``, seam spread: ``close_cycle``) looped past 20 s, as
     ``playback_speed.py solved_12`` plays them; ``on_template``: retargeted onto the body
     template's limb lengths first (played on the template's body, not the subject's)."""
+    from playback_speed import looped_cycle
     from physmocap.io.c3d import read_c3d
     from physmocap.matching.retarget import retarget
-    from physmocap.playback.reference import close_cycle, walk_cycle
     from physmocap.scene import pick_markerset
     from physmocap.solver.pipeline import solve_capture
 
     body = load_body()
     root = data_dir() / "c3d"
     out = {}
-    for name, static in (("pig/PiG_Motion-FlatFoot-Full", "pig/PiG_Calibration-FlatFoot-Full"),
-                         ("cmu/02_01", None)):
+    for name, static in SOLVED_WALKS:
         t = read_c3d(root / f"{name}.c3d")
         st = read_c3d(root / f"{static}.c3d") if static else None
         m = solve_capture(t, pick_markerset(t.labels), body, static=st).motion
-        if on_template:
-            m = retarget(m, body.skeleton)
-        i, j, _ = walk_cycle(m)
-        loops = int(np.ceil(20.0 * m.fps / (j - i))) + 1
-        out[name] = loop_motion(close_cycle(m[i:j + 1]), loops)
+        out[name] = looped_cycle(retarget(m, body.skeleton) if on_template else m)[2]
     return out
 
 

@@ -238,14 +238,21 @@ def clip_order() -> None:
         print(f"{label:12s} (reference: {clip} start)  " + " | ".join(row), flush=True)
 
 
-def cycle_downs(motion: Motion, body, settings: TrackingSettings, yaws) -> tuple:
+def looped_cycle(motion: Motion, seconds: float = 20.0) -> tuple:
     """``motion``'s most closed gait cycle (``reference.walk_cycle``), its seam spread over it
-    (``close_cycle``, as ``play --loop`` does), looped past 20 s and played fully physical,
+    (``close_cycle``, as ``play --loop`` does), and that cycle repeated past ``seconds`` (one
+    loop more than reaches it): ``((i, j, seam), cycle, looped)``."""
+    i, j, seam = walk_cycle(motion)
+    cycle = close_cycle(motion[i:j + 1])
+    loops = int(np.ceil(seconds * motion.fps / (j - i))) + 1
+    return (i, j, seam), cycle, loop_motion(cycle, loops)
+
+
+def cycle_downs(motion: Motion, body, settings: TrackingSettings, yaws) -> tuple:
+    """``motion``'s gait cycle looped past 20 s (``looped_cycle``) and played fully physical,
     the whole reference turned to each of ``yaws`` (rad): the cycle ``(i, j, seam)``, the
     looped length (s) and ``down_s`` per heading."""
-    i, j, seam = walk_cycle(motion)
-    loops = int(np.ceil(20.0 * motion.fps / (j - i))) + 1
-    ref = loop_motion(close_cycle(motion[i:j + 1]), loops)
+    (i, j, seam), _, ref = looped_cycle(motion)
     downs = [down_s(track_any(turned(ref, y), body, "physical", settings), body) for y in yaws]
     return (i, j, seam), ref.n_frames / motion.fps, downs
 
