@@ -22,6 +22,7 @@ from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_
 from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
 from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
                        solve_physical)
+from .toes import floor_toes, free_toes, standing_heights
 
 __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body",
            "kinematic_prior", "bind_centres", "hold_anchors", "cleaned_markers"]
@@ -30,7 +31,8 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: resumed solve (its checkpoint) and a batch's done-stamp hold it, so a finished stage or take
 #: from an older solver is solved again rather than kept: the version alone stays the same
 #: between releases. 2: plants end once their marker has left its place, their springs ramp.
-SOLVER_REVISION = 2
+#: 3: toes no marker is on are bent at the ball by the floor (``toes.floor_toes``).
+SOLVER_REVISION = 3
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,6 +305,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     if not seen.all():
         root, lrot, blackouts = bridge_blackouts(motion.root_pos, motion.lrot, seen)
         motion = Motion(motion.skeleton, motion.fps, root, lrot, motion.meta)
+    motion, toes = _floor_toes(motion, ms, planted, plant_labels)
     # Blocked forward kinematics, not motion.gpos: no whole-take FK cache in a long solve.
     solved = marker_positions(sk, ms, motion.lrot, motion.root_pos)
     residual = phys.residual[:, :M]
@@ -322,6 +325,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
     report["hand_holds"] = holds
+    report["toes_bent"] = toes
     report["resumed"] = list(ck.resumed) if ck else []
     feet = {side: solved[:, labels.index(names[0])] for side, names in FOOT_MARKERS.items()
             if names[0] in labels}                                      # the heels
@@ -378,6 +382,35 @@ def _physical_in_blocks(sk, ms, pos, fps, init: Motion, jspec, settings, anchors
 
 #: Plausible subject sizes relative to the body template (a small child to a giant).
 SIZE_RANGE = (0.25, 4.0)
+
+
+def _floor_toes(motion: Motion, ms: MarkerSet, planted: np.ndarray, plant_labels: tuple
+                ) -> tuple[Motion, dict]:
+    """``motion`` with its toes that carry no marker bent at the ball by the floor
+    (``toes.floor_toes``), each standing at its height while its foot's toe marker (``LTOE`` /
+    ``RTOE``, on the forefoot) is planted; and, per toe, the report's figures: frames bent, the
+    largest bend (deg) and the standing height (m; None where no plant gave one: left alone)."""
+    sk = motion.skeleton
+    toes = free_toes(sk.names, ms.body)
+    if not toes:
+        return motion, {}
+    mark = {side: names[1] for side, names in FOOT_MARKERS.items()}
+    plant = np.zeros((motion.n_frames, len(toes)), bool)
+    for t, j in enumerate(toes):
+        label = next((mark[s] for s in mark if sk.names[j].startswith(s)), None)
+        if label in plant_labels:
+            plant[:, t] = planted[:, plant_labels.index(label)]
+    at = MarkerSet(tuple(sk.names[j] for j in toes), np.array(toes), np.zeros((len(toes), 3)),
+                   np.ones(len(toes)))                      # a point at each toe joint
+    z = marker_positions(sk, at, motion.lrot, motion.root_pos)[..., 2]
+    stand = standing_heights(z, plant)
+    motion, bend = floor_toes(motion, toes, stand)
+    deg = np.degrees(bend)
+    return motion, {sk.names[j]: {"frames_over_1deg": int(np.count_nonzero(deg[:, t] > 1.0)),
+                                  "max_deg": round(float(deg[:, t].max()), 1) if len(deg) else 0.0,
+                                  "standing_height_m": None if np.isnan(stand[t])
+                                  else round(float(stand[t]), 4)}
+                    for t, j in enumerate(toes)}
 
 
 def _check_size(pos: np.ndarray, body: BodyTemplate, ms: MarkerSet, meta) -> None:
