@@ -3,7 +3,8 @@
     python benchmarks/solve_real.py [--only cmu/16_57] [--plot DIR]
 
 For every capture: marker RMS (inliers, and all samples), the worst marker error, frames with an
-inlier marker over 40 mm, outliers, foot skate during detected plants, physical frames/s.
+inlier marker over 40 mm, outliers, foot skate during detected plants, physical frames/s; the
+toe tips' lowest height over the lab floor, beside the kinematic reference's (toes held rigid).
 For cmu/16_57: distance of the solved hips, knees and ankles to the Vicon joint centres stored in
 the same file (never used as input), after one similarity transform for the whole take.
 For the Plug-in Gait walk and static trial: every solved segment's frame against the segment
@@ -56,6 +57,31 @@ def similarity(a: np.ndarray, b: np.ndarray):
     return s, R, mb - s * R @ ma
 
 
+def toe_line(r) -> str:
+    """The solved toe tips' lowest height over the lab floor (z = 0) and how often they are
+    under it, beside the kinematic reference's (toes held near rest, rigid with the foot), and
+    the bends ``toes.floor_toes`` gave the toes no marker is on."""
+    from physmocap import quat
+
+    def tips(m):
+        sk = m.skeleton
+        seg = sk.segment_vectors()
+        out = []
+        for side in ("Left", "Right"):
+            j = sk.index(side + "Toes")
+            z = (m.gpos[:, j] + quat.rotate(m.grot[:, j],
+                                            np.broadcast_to(seg[j], (m.n_frames, 3))))[:, 2]
+            out.append(f"{100 * z.min():.1f} cm ({100 * np.mean(z < 0):.0f} %)")
+        return " / ".join(out)
+
+    bent = r.report.get("toes_bent", {})
+    how = ("; bent by the floor (no marker on them): " + ", ".join(
+        f"{n} max {b['max_deg']:.0f} deg, {b['frames_over_1deg']} frames over 1 deg"
+        for n, b in bent.items())) if bent else "; a marker on each toe: not bent"
+    return (f"    toe tips' lowest over the lab floor L / R (under it): {tips(r.motion)}; the "
+            f"kinematic reference's {tips(r.kinematic)}{how}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="one capture, e.g. cmu/16_57")
@@ -91,6 +117,7 @@ def main() -> None:
               f"{rep['frames_per_second']:>10.0f}{rep['kinematic_rms_mm']:>8.1f}")
         if rep["outlier_frames"]:
             print(f"    outliers (marker: frames): {rep['outlier_frames']}")
+        print(toe_line(r))
         if name == "cmu/16_57":
             centres = read_c3d(root / f"{name}.c3d", points="all")
             g = r.motion.gpos
