@@ -519,6 +519,11 @@ def test_solve_says_how_its_segments_move_against_the_files_own_plug_in_gait(dat
     assert seg["PEL"]["residual_median_deg"] < 3.0 and seg["HED"]["offset_deg"] < 2.0
     line = [ln for ln in out.splitlines() if "Plug-in Gait segments" in ln]
     assert len(line) == 1 and "pelvis 1." in line[0] and "19 segments in the report" in line[0]
+    # no marker on Plug-in Gait's toes: the floor bent them, and one line says so
+    toes = json.loads((tmp_path / "r.json").read_text())["toes_bent"]
+    assert set(toes) == {"LeftToes", "RightToes"}
+    line = [ln for ln in out.splitlines() if "toes bent at the ball" in ln]
+    assert len(line) == 1 and "LeftToes" in line[0] and "RightToes" in line[0]
 
 
 def test_stopped_solve_resumes_from_its_finished_stages(data_dir, tmp_path, capsys,
