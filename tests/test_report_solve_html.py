@@ -60,6 +60,24 @@ def test_a_capture_compared_with_plug_in_gait_gets_its_figure(demo_solve, tmp_pa
     html = out.read_text()
     assert "<h2>Against Plug-in Gait</h2>" in html and len(page_images(html)) == 8
 
+def test_the_summary_says_which_toes_the_floor_bent(demo_solve, tmp_path, capsys):
+    """The demo's CMU toes carry a marker: none bent. A Plug-in Gait solve's are named."""
+    import json
+    rep = json.loads(demo_solve["json"].read_text())
+    assert rep["toes_bent"] == {}
+    assert "<td>toes bent by the floor</td><td>none</td>" in demo_solve["html"].read_text()
+    rep["toes_bent"] = {"LeftToes": {"frames_over_1deg": 199, "max_deg": 47.2,
+                                     "standing_height_m": 0.0144}}
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(rep))
+    out = tmp_path / "r.html"
+    assert main(["report", str(src), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert "LeftToes 199 fr, up to 47 deg" in out.read_text()
+    del rep["toes_bent"]                                 # a report from before: no row
+    src.write_text(json.dumps(rep))
+    assert main(["report", str(src), "-o", str(out)]) == 0, capsys.readouterr().err
+    assert "toes bent by the floor" not in out.read_text()
+
 
 def test_report_page_never_replaces_the_files_it_reads(demo_solve, capsys):
     """``report R.json -o X``: X naming the report, or the BVH or C3D the report names (found

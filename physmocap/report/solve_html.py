@@ -244,6 +244,11 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
                                           key=lambda kv: -kv[1])) or "none"),
             ("joint-limit frames", ", ".join(f"{k} {v}" for k, v in
                                              rep.get("joint_limit_hits", {}).items()) or "none"),
+            # toes no marker is on: their angle is the floor's (solver/toes.py), not a capture's
+            ("toes bent by the floor", (", ".join(
+                f"{k} {b['frames_over_1deg']} fr, up to {b['max_deg']:.0f} deg"
+                for k, b in rep["toes_bent"].items()) or "none")
+             if "toes_bent" in rep else None),
             ("solve time", g("solve_seconds", "{:.1f} s"))]
     return [(k, v) for k, v in rows if v is not None]
 
