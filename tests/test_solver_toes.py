@@ -53,6 +53,36 @@ def test_a_rigid_toe_under_a_rising_heel_is_bent_up_until_its_tip_is_at_the_floo
     np.testing.assert_allclose(x, np.broadcast_to([0.0, 1.0, 0.0], x.shape), atol=1e-9)
 
 
+def test_a_hinged_toe_bends_about_its_axis_on_a_rolled_foot():
+    """Given its hinge axis, a toe on a foot rolled 20° onto its edge bends about that axis
+    only (its local rotation stays a turn about it) and its tip still reaches its floor height;
+    bent about the horizontal instead, it would twist off its hinge."""
+    body = load_body()
+    m = heel_rise(np.linspace(0.0, 40.0, 9))
+    sk = m.skeleton
+    f, j = sk.index("LeftFoot"), sk.index("LeftToes")
+    stand = float(m.gpos[0, j, 2])
+    roll = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.radians(20.0))
+    lrot = np.array(m.lrot)
+    lrot[:, f] = quat.mul(lrot[:, f], roll)
+    m = Motion(sk, m.fps, m.root_pos, lrot)
+    floor_tip = stand + sk.segment_vectors()[j, 2]
+    out, bend = floor_toes(m, [j], np.array([stand]), axes=body.axis[[j]])
+    free = bend[:, 0] < MAX_BEND - 1e-9                     # (past 25° the cap holds)
+    assert (bend[1:, 0] > 0).all() and free[:4].all()
+    np.testing.assert_allclose(tip(out, j)[1:][free[1:], 2], floor_tip, atol=1e-9)
+    v = quat.to_scaled_axis(out.lrot[:, j])                 # (F, 3): all along the hinge axis
+    off = v - np.outer(v @ body.axis[j], body.axis[j])
+    assert np.abs(off).max() < 1e-9 and np.all(v @ body.axis[j] >= 0)   # +angle lifts the toes
+    across, _ = floor_toes(m, [j], np.array([stand]))
+    horizontal = quat.to_scaled_axis(across.lrot[:, j])
+    assert np.abs(horizontal - np.outer(horizontal @ body.axis[j], body.axis[j])).max() > 0.01
+    with pytest.raises(ShapeError, match="axes must be"):
+        floor_toes(m, [j], np.array([stand]), axes=np.zeros((1, 3)))
+    with pytest.raises(ShapeError, match="axes must be"):
+        floor_toes(m, [j], np.array([stand]), axes=np.ones((2, 3)))
+
+
 def test_the_bend_is_capped_and_untouched_frames_are_returned_as_they_were():
     m = heel_rise(np.array([0.0, 80.0]))
     j = m.skeleton.index("LeftToes")

@@ -305,7 +305,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     if not seen.all():
         root, lrot, blackouts = bridge_blackouts(motion.root_pos, motion.lrot, seen)
         motion = Motion(motion.skeleton, motion.fps, root, lrot, motion.meta)
-    motion, toes = _floor_toes(motion, ms, planted, plant_labels)
+    motion, toes = _floor_toes(motion, ms, planted, plant_labels, body)
     # Blocked forward kinematics, not motion.gpos: no whole-take FK cache in a long solve.
     solved = marker_positions(sk, ms, motion.lrot, motion.root_pos)
     residual = phys.residual[:, :M]
@@ -384,12 +384,13 @@ def _physical_in_blocks(sk, ms, pos, fps, init: Motion, jspec, settings, anchors
 SIZE_RANGE = (0.25, 4.0)
 
 
-def _floor_toes(motion: Motion, ms: MarkerSet, planted: np.ndarray, plant_labels: tuple
-                ) -> tuple[Motion, dict]:
+def _floor_toes(motion: Motion, ms: MarkerSet, planted: np.ndarray, plant_labels: tuple,
+                body: BodyTemplate) -> tuple[Motion, dict]:
     """``motion`` with its toes that carry no marker bent at the ball by the floor
-    (``toes.floor_toes``), each standing at its height while its foot's toe marker (``LTOE`` /
-    ``RTOE``, on the forefoot) is planted; and, per toe, the report's figures: frames bent, the
-    largest bend (deg) and the standing height (m; None where no plant gave one: left alone)."""
+    (``toes.floor_toes``; about their hinge axes where ``body``'s toes are hinges), each
+    standing at its height while its foot's toe marker (``LTOE`` / ``RTOE``, on the forefoot)
+    is planted; and, per toe, the report's figures: frames bent, the largest bend (deg) and the
+    standing height (m; None where no plant gave one: left alone)."""
     sk = motion.skeleton
     toes = free_toes(sk.names, ms.body)
     if not toes:
@@ -404,7 +405,8 @@ def _floor_toes(motion: Motion, ms: MarkerSet, planted: np.ndarray, plant_labels
                    np.ones(len(toes)))                      # a point at each toe joint
     z = marker_positions(sk, at, motion.lrot, motion.root_pos)[..., 2]
     stand = standing_heights(z, plant)
-    motion, bend = floor_toes(motion, toes, stand)
+    hinges = all(body.joint_type[j] == "hinge" for j in toes)
+    motion, bend = floor_toes(motion, toes, stand, axes=body.axis[toes] if hinges else None)
     deg = np.degrees(bend)
     return motion, {sk.names[j]: {"frames_over_1deg": int(np.count_nonzero(deg[:, t] > 1.0)),
                                   "max_deg": round(float(deg[:, t].max()), 1) if len(deg) else 0.0,

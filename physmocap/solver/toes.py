@@ -50,18 +50,29 @@ def standing_heights(toe_z: np.ndarray, planted: np.ndarray, min_frames: int = 1
 
 
 def floor_toes(motion: Motion, toes: list[int], stand: np.ndarray,
-               max_bend: float = MAX_BEND) -> tuple[Motion, np.ndarray]:
-    """``motion`` with each toe joint of ``toes`` turned up about its ball (its joint), about
-    the horizontal axis across it, by the least angle (at most ``max_bend`` rad) that lifts its
-    tip (the skeleton's segment vector, the BVH end site) to at least where it is when the foot
-    stands flat: ``stand`` (``(T,)`` m, the joint's standing height, NaN: left alone) plus the
-    tip's rest height above the joint. Frames where the tip is already there are unchanged.
+               max_bend: float = MAX_BEND, axes: np.ndarray | None = None
+               ) -> tuple[Motion, np.ndarray]:
+    """``motion`` with each toe joint of ``toes`` turned up about its ball (its joint) by the
+    least angle (at most ``max_bend`` rad) that lifts its tip (the skeleton's segment vector,
+    the BVH end site) to at least where it is when the foot stands flat: ``stand`` (``(T,)`` m,
+    the joint's standing height, NaN: left alone) plus the tip's rest height above the joint.
+    Frames where the tip is already there are unchanged.
+
+    ``axes``: ``(T, 3)`` each toe's hinge axis in its parent's rest frame (the body template's
+    ``axis``), turned about in whichever sense lifts the tip; None: the horizontal axis across
+    the toe.
 
     Returns the motion and ``(F, T)`` rad, each toe's bend in each frame (0: unchanged)."""
     require_numbers("floor_toes", max_bend=max_bend)
     stand = np.asarray(stand, float).reshape(-1)
     if len(stand) != len(toes):
         raise ShapeError(f"floor_toes: {len(toes)} toes but {len(stand)} standing heights")
+    if axes is not None:
+        axes = np.asarray(axes, float)
+        if axes.shape != (len(toes), 3) or not np.all(np.linalg.norm(axes, axis=-1) > 1e-9):
+            raise ShapeError(f"floor_toes: axes must be ({len(toes)}, 3), non-zero, got "
+                             f"{axes.shape}")
+        axes = axes / np.linalg.norm(axes, axis=-1, keepdims=True)
     sk = motion.skeleton
     F = motion.n_frames
     bend = np.zeros((F, len(toes)))
@@ -70,30 +81,41 @@ def floor_toes(motion: Motion, toes: list[int], stand: np.ndarray,
     lrot = np.array(motion.lrot)
     seg = sk.segment_vectors()
     # in blocks of frames: a long take's whole forward kinematics is not held at once
-    for a in range(0, F, _BLOCK):
-        part = motion[a:a + _BLOCK]
+    for a0 in range(0, F, _BLOCK):
+        part = motion[a0:a0 + _BLOCK]
         gpos, grot = part.gpos, part.grot
         n = part.n_frames
         for t, j in enumerate(toes):
             if not np.isfinite(stand[t]) or np.linalg.norm(seg[j]) < 1e-6:
                 continue
+            par = sk.parents[j]
             r = quat.rotate(grot[:, j], np.broadcast_to(seg[j], (n, 3)))  # joint -> tip, world
             need = stand[t] + seg[j, 2] - gpos[:, j, 2]                   # tip height wanted
-            rh = np.hypot(r[:, 0], r[:, 1])
-            low = (r[:, 2] < need) & (rh > 1e-6)
-            # the tip turns in the vertical plane through it: from pitch phi to asin(need / |r|)
-            phi = np.arctan2(r[:, 2], rh)
-            want = np.arcsin(np.clip(need / np.maximum(np.linalg.norm(r, axis=-1), 1e-9),
-                                     -1.0, 1.0))
-            theta = np.where(low, np.clip(want - phi, 0.0, max_bend), 0.0)
-            # the axis to the toe's right (forward x up): a positive turn about it lifts the tip
-            right = np.stack([r[:, 1], -r[:, 0], np.zeros(n)], axis=-1) / \
-                np.maximum(rh, 1e-9)[:, None]
-            g = quat.mul(quat.from_axis_angle(right, theta), grot[:, j])
-            new = quat.normalize(quat.mul(quat.conj(grot[:, sk.parents[j]]), g))
+            if axes is None:
+                # the horizontal axis across the toe (a toe pointing straight down has none)
+                a = np.stack([r[:, 1], -r[:, 0], np.zeros(n)], axis=-1)
+                ok = np.linalg.norm(a, axis=-1) > 1e-6
+            else:
+                a = quat.rotate(grot[:, par], np.broadcast_to(axes[t], (n, 3)))
+                ok = np.ones(n, bool)
+            a = a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+            # turned by theta about a, the tip's height is p + u cos(theta) + v sin(theta);
+            # the sense with v >= 0 lifts it, up to its highest at theta = atan2(v, u)
+            v = np.cross(a, r)[:, 2]
+            a = np.where((v < 0)[:, None], -a, a)
+            v = np.abs(v)
+            p = np.sum(a * r, axis=-1) * a[:, 2]            # the part along a does not turn
+            u = r[:, 2] - p
+            R = np.hypot(u, v)
+            top = np.arctan2(v, u)
+            low = ok & (r[:, 2] < need) & (R > 1e-9)
+            theta = top - np.arccos(np.clip((need - p) / np.maximum(R, 1e-12), -1.0, 1.0))
+            theta = np.where(low, np.clip(theta, 0.0, max_bend), 0.0)
+            g = quat.mul(quat.from_axis_angle(a, theta), grot[:, j])
+            new = quat.normalize(quat.mul(quat.conj(grot[:, par]), g))
             on = theta > 0                  # a frame left alone keeps its rotation bit for bit
-            lrot[a:a + n, j][on] = new[on]
-            bend[a:a + n, t] = theta
+            lrot[a0:a0 + n, j][on] = new[on]
+            bend[a0:a0 + n, t] = theta
     if not bend.any():
         return motion, bend
     return Motion(sk, motion.fps, motion.root_pos, lrot, motion.meta), bend
