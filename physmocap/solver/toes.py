@@ -4,7 +4,7 @@ Plug-in Gait puts its TOE marker on the second metatarsal head, on the foot: no 
 toes, and the solve holds them at rest (``kinematic.FIXED_JOINT_WEIGHT``), rigid with the foot.
 A real heel rises gradually while the ball stays on the floor and the toes bend at it; the rigid
 toe instead swings its tip down, through the floor (the solved Plug-in Gait walk's toe tips went
-2.9 / 3.7 cm under the lab floor, under it in 26-34 % of frames). The floor, not a marker, says
+2.8 / 3.7 cm under the lab floor, under it in 26-34 % of frames). The floor, not a marker, says
 where such a toe is: ``floor_toes`` turns it up about the ball just enough that its tip is no
 lower than where it is when the foot stands flat, and leaves every other frame and joint alone.
 """
