@@ -61,18 +61,11 @@ def toe_line(r) -> str:
     """The solved toe tips' lowest height over the lab floor (z = 0) and how often they are
     under it, beside the kinematic reference's (toes held near rest, rigid with the foot), and
     the bends ``toes.floor_toes`` gave the toes no marker is on."""
-    from physmocap import quat
+    from physmocap.solver.toes import toe_tips
 
     def tips(m):
-        sk = m.skeleton
-        seg = sk.segment_vectors()
-        out = []
-        for side in ("Left", "Right"):
-            j = sk.index(side + "Toes")
-            z = (m.gpos[:, j] + quat.rotate(m.grot[:, j],
-                                            np.broadcast_to(seg[j], (m.n_frames, 3))))[:, 2]
-            out.append(f"{100 * z.min():.1f} cm ({100 * np.mean(z < 0):.0f} %)")
-        return " / ".join(out)
+        return " / ".join(f"{100 * z.min():.1f} cm ({100 * np.mean(z < 0):.0f} %)"
+                          for z in (p[:, 2] for p in toe_tips(m).values()))
 
     bent = r.report.get("toes_bent", {})
     how = ("; bent by the floor (no marker on them): " + ", ".join(

@@ -5,7 +5,7 @@ from physmocap import ShapeError, quat
 from physmocap.errors import SettingsError
 from physmocap.motion import Motion
 from physmocap.scene import load_body, load_markerset
-from physmocap.solver.toes import MAX_BEND, floor_toes, free_toes, standing_heights
+from physmocap.solver.toes import MAX_BEND, floor_toes, free_toes, standing_heights, toe_tips
 
 
 def heel_rise(degrees=np.linspace(0.0, 50.0, 26)):
@@ -25,6 +25,20 @@ def tip(motion, j):
     seg = motion.skeleton.segment_vectors()[j]
     F = motion.n_frames
     return motion.gpos[:, j] + quat.rotate(motion.grot[:, j], np.broadcast_to(seg, (F, 3)))
+
+
+def test_toe_tips_are_the_end_sites_in_blocks(monkeypatch):
+    from physmocap.solver import toes
+    m = heel_rise()
+    sk = m.skeleton
+    monkeypatch.setattr(toes, "_BLOCK", 7)               # blocks that do not divide the take
+    got = toe_tips(m)
+    assert list(got) == ["LeftToes", "RightToes"]
+    for name, p in got.items():
+        np.testing.assert_allclose(p, tip(m, sk.index(name)), atol=1e-12)
+    # the rest pose: the tip its end site's offset from the joint
+    j = sk.index("LeftToes")
+    np.testing.assert_allclose(got["LeftToes"][0] - m.gpos[0, j], sk.end_sites[j], atol=1e-12)
 
 
 def test_a_rigid_toe_under_a_rising_heel_is_bent_up_until_its_tip_is_at_the_floor():

@@ -133,8 +133,16 @@ def fig_feet(tr: SolveTrace):
         a1.plot(t, h, lw=4, alpha=0.35, color=line.get_color())
         a2.plot(t[1:], np.where(both[:, k], step[:, k], np.nan), lw=1, color=line.get_color(),
                 label=label)
+    # the toe tips (BVH end sites) against the lab floor: a toe no marker is on was bent
+    # by the floor (solver/toes.py); a marked one is where its marker put it
+    from ..solver.toes import toe_tips
+    for name, p in toe_tips(tr.motion).items():
+        a1.plot(t, 1000.0 * p[:, 2], "--", lw=1, color="0.35" if "Left" in name else "0.6",
+                label=f"{name} tip")
+    a1.axhline(0.0, color="k", lw=0.8)
     a1.set_ylabel("height (mm)")
-    a1.set_title("solved foot markers: height (thick = planted)")
+    a1.set_title("solved foot markers: height (thick = planted); dashed: toe tips; "
+                 "black: the lab floor (z = 0)")
     a1.legend(fontsize=7, ncol=4, loc="upper right")
     a2.set_ylabel("skate (mm/frame)")
     skate = step[both]

@@ -16,7 +16,7 @@ from .. import quat
 from ..errors import ShapeError, require_numbers
 from ..motion import Motion
 
-__all__ = ["floor_toes", "free_toes", "standing_heights"]
+__all__ = ["floor_toes", "free_toes", "standing_heights", "toe_tips"]
 
 #: The most a toe is bent up from where the solve held it, rad (60 deg: about a standing
 #: person's toe extension; past it a toe through the floor is the foot's error, not the toe's).
@@ -30,6 +30,21 @@ def free_toes(names: tuple, marker_segments: np.ndarray) -> list[int]:
     (``marker_segments``: ``(M,)`` the joint each marker is on)."""
     on = set(int(b) for b in np.asarray(marker_segments).ravel())
     return [j for j, n in enumerate(names) if n.endswith("Toes") and j not in on]
+
+
+def toe_tips(motion: Motion) -> dict[str, np.ndarray]:
+    """Each ``*Toes`` joint's tip (its segment vector from the joint: the BVH end site),
+    ``{name: (F, 3) m}``, in blocks of frames as ``floor_toes``."""
+    sk = motion.skeleton
+    seg = sk.segment_vectors()
+    toes = [j for j, n in enumerate(sk.names) if n.endswith("Toes")]
+    out = {sk.names[j]: np.empty((motion.n_frames, 3)) for j in toes}
+    for a in range(0, motion.n_frames, _BLOCK):
+        part = motion[a:a + _BLOCK]
+        for j in toes:
+            out[sk.names[j]][a:a + part.n_frames] = part.gpos[:, j] + quat.rotate(
+                part.grot[:, j], np.broadcast_to(seg[j], (part.n_frames, 3)))
+    return out
 
 
 def standing_heights(toe_z: np.ndarray, planted: np.ndarray, min_frames: int = 10) -> np.ndarray:
