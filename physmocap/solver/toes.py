@@ -53,8 +53,8 @@ def standing_heights(toe_z: np.ndarray, planted: np.ndarray, min_frames: int = 1
     planted); NaN where fewer than ``min_frames`` such frames (no floor known)."""
     toe_z, planted = np.asarray(toe_z, float), np.asarray(planted, bool)
     if toe_z.ndim != 2 or planted.shape != toe_z.shape:
-        raise ShapeError(f"toe heights (F, T) and plants of the same shape needed, got "
-                         f"{toe_z.shape} and {planted.shape}")
+        raise ShapeError(f"standing_heights: toe heights must be (F, T) and plants of the same "
+                         f"shape, got {toe_z.shape} and {planted.shape}")
     out = np.full(toe_z.shape[1], np.nan)
     for t in range(toe_z.shape[1]):
         z = toe_z[planted[:, t], t]
