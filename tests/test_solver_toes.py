@@ -97,6 +97,18 @@ def test_a_hinged_toe_bends_about_its_axis_on_a_rolled_foot():
         floor_toes(m, [j], np.array([stand]), axes=np.ones((2, 3)))
 
 
+def test_a_long_take_is_bent_in_blocks_as_in_one(monkeypatch):
+    from physmocap.solver import toes
+    m = heel_rise()
+    j = m.skeleton.index("LeftToes")
+    stand = np.array([float(m.gpos[0, j, 2])])
+    whole, bend = floor_toes(m, [j], stand)
+    monkeypatch.setattr(toes, "_BLOCK", 4)               # 26 frames: 7 blocks, the last short
+    blocked, bend4 = floor_toes(m, [j], stand)
+    np.testing.assert_array_equal(blocked.lrot, whole.lrot)
+    np.testing.assert_array_equal(bend4, bend)
+
+
 def test_the_bend_is_capped_and_untouched_frames_are_returned_as_they_were():
     m = heel_rise(np.array([0.0, 80.0]))
     j = m.skeleton.index("LeftToes")
@@ -146,6 +158,20 @@ def test_bad_arguments_are_one_clear_error():
         standing_heights(np.zeros((4, 2)), np.zeros((4, 3), bool))
     with pytest.raises(ShapeError, match="same shape"):
         standing_heights(np.zeros(4), np.zeros(4, bool))
+
+
+def test_without_foot_plants_no_floor_is_known_and_no_toe_is_bent(data_dir):
+    """The standing height comes from the toe markers' plants: a solve without plants
+    (``plants=False``) leaves the toes as the physical solve held them, and says so."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import pick_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    t = read_c3d(data_dir / "c3d/pig/PiG_Motion-FlatFoot-Full.c3d")
+    res = solve_capture(t, pick_markerset(t.labels), load_body(), plants=False)
+    assert res.report["toes_bent"] == {
+        n: {"frames_over_1deg": 0, "max_deg": 0.0, "standing_height_m": None}
+        for n in ("LeftToes", "RightToes")}
 
 
 def test_the_plug_in_gait_walks_toes_stay_above_the_floor(data_dir):
