@@ -158,6 +158,11 @@ def test_bad_arguments_are_one_clear_error():
         standing_heights(np.zeros((4, 2)), np.zeros((4, 3), bool))
     with pytest.raises(ShapeError, match="same shape"):
         standing_heights(np.zeros(4), np.zeros(4, bool))
+    with pytest.raises(SettingsError, match="min_frames"):
+        standing_heights(np.zeros((4, 2)), np.zeros((4, 2), bool), min_frames=0)
+    for toe in (0, len(m.skeleton), -1, 2.0):         # the root, past the end, not an index
+        with pytest.raises(ShapeError, match="toes must be joint indices"):
+            floor_toes(m, [toe], np.array([0.02]))
 
 
 def test_without_foot_plants_no_floor_is_known_and_no_toe_is_bent(data_dir):

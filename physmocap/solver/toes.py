@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError, require_numbers
+from ..errors import ShapeError, require_counts, require_numbers
 from ..motion import Motion
 
 __all__ = ["floor_toes", "free_toes", "standing_heights", "toe_tips"]
@@ -51,6 +51,7 @@ def standing_heights(toe_z: np.ndarray, planted: np.ndarray, min_frames: int = 1
     """``(T,)`` m, each toe joint's height while its foot stands: the median of ``toe_z``
     (``(F, T)`` m) over the frames ``planted`` (``(F, T)`` bool: its foot's forefoot marker
     planted); NaN where fewer than ``min_frames`` such frames (no floor known)."""
+    require_counts("standing_heights", min_frames=min_frames)
     toe_z, planted = np.asarray(toe_z, float), np.asarray(planted, bool)
     if toe_z.ndim != 2 or planted.shape != toe_z.shape:
         raise ShapeError(f"standing_heights: toe heights must be (F, T) and plants of the same "
@@ -89,6 +90,11 @@ def floor_toes(motion: Motion, toes: list[int], stand: np.ndarray,
                              f"{axes.shape}")
         axes = axes / np.linalg.norm(axes, axis=-1, keepdims=True)
     sk = motion.skeleton
+    # the root has no parent to bend against (index -1 would take the last joint for it)
+    bad = [j for j in toes if not (isinstance(j, (int, np.integer)) and 0 < j < len(sk))]
+    if bad:
+        raise ShapeError(f"floor_toes: toes must be joint indices 1..{len(sk) - 1} (not the "
+                         f"root), got {bad[0]!r}")
     F = motion.n_frames
     bend = np.zeros((F, len(toes)))
     if not toes or F == 0:
