@@ -78,6 +78,15 @@ def planted_sole_pitch(motion, side: str) -> float:
     return float(np.degrees(np.median(np.arcsin(np.clip(fx[:, 2], -1.0, 1.0)))))
 
 
+def long_legged(skeleton, k_legs: float = 1.1, k_root: float = 0.95):
+    """``skeleton`` as calibration leaves a long-legged subject: every bone offset (and end
+    site) scaled by ``k_legs``, the root's rest offset by ``k_root`` (its feet below z = 0)."""
+    from physmocap.skeleton import Skeleton
+    off = np.array(skeleton.offsets) * k_legs
+    off[0] = skeleton.offsets[0] * k_root
+    return Skeleton(skeleton.names, skeleton.parents, off, skeleton.end_sites * k_legs)
+
+
 #: a Bandai-Namco walk (60 fps) several playback tests use
 WALK_001 = "bvh/bandai-namco/ds2_normal_locomotion/dataset-2_walk_normal_001.bvh"
 

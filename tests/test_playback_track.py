@@ -476,12 +476,9 @@ def test_a_long_legged_subject_has_feet_of_positive_size(body):
     stood through the floor in the rest pose, and its foot boxes (down to that floor) were thin
     or of negative height (the solved Plug-in Gait walk's toes). On its own body each foot box
     reaches the floor and none is flat."""
+    from conftest import long_legged
     from physmocap.playback.character import foot_box, foot_joints
-    from physmocap.skeleton import Skeleton
-    sk = body.skeleton
-    off = np.array(sk.offsets) * 1.1
-    off[0] = sk.offsets[0] * 0.95                  # the root's rest offset kept short
-    sub = body.with_skeleton(Skeleton(sk.names, sk.parents, off, sk.end_sites * 1.1))
+    sub = body.with_skeleton(long_legged(body.skeleton))   # the root's rest offset kept short
     rest = sub.skeleton.rest_positions()
     for j in sum(foot_joints(sub), []):
         half, ctr = foot_box(sub, j)

@@ -12,6 +12,7 @@ from physmocap import MarkerSet, PhysmocapError, UnknownNameError
 from physmocap.errors import FileFormatError, ShapeError
 from physmocap.scene import (BodyTemplate, MarkerSetSpec, list_bodies, list_markersets,
                              load_body, load_markerset, pick_markerset, standing)
+from conftest import long_legged
 
 HUMANOID = ("Hips Spine Chest Neck Head LeftShoulder LeftUpperArm LeftLowerArm LeftHand "
             "RightShoulder RightUpperArm RightLowerArm RightHand LeftUpperLeg LeftLowerLeg "
@@ -288,22 +289,12 @@ def test_a_twist_range_off_the_rest_pose(tmp_path):
                      human.radius, twist_mid=np.full(len(human), np.nan))
 
 
-def _long_legged(body, k_legs=1.1, k_root=0.95):
-    """The template's skeleton as calibration leaves a long-legged subject: every bone offset
-    scaled by ``k_legs``, the root's rest offset by ``k_root`` (its feet below z = 0)."""
-    from physmocap.skeleton import Skeleton
-    sk = body.skeleton
-    off = np.array(sk.offsets) * k_legs
-    off[0] = sk.offsets[0] * k_root
-    return Skeleton(sk.names, sk.parents, off, sk.end_sites * k_legs)
-
-
 def test_a_subject_stands_on_the_floor_in_its_rest_pose():
     """A subject whose bones came out long for the root offset it kept stood with its feet
     through the floor in the rest pose; ``standing`` lifts the root (only it) so that the
     lowest joint sits where the template's does, scaled by the root's height above it."""
     body = load_body()
-    sk = _long_legged(body)
+    sk = long_legged(body.skeleton)
     assert sk.rest_positions()[:, 2].min() < 0.0            # the toes below the floor
     up = standing(sk, body.skeleton)
     zt, z = body.skeleton.rest_positions()[:, 2], up.rest_positions()[:, 2]

@@ -112,12 +112,11 @@ def _print_solve(rep: dict) -> None:
               f"{worst['residual_median_deg']:.1f} deg apart (median over the take; worst "
               f"{worst['segment']}" + (f", pelvis {pel['residual_median_deg']:.1f}" if pel else "")
               + f"; {len(pig)} segments in the report)")
+    from ..solver.toes import bent_text
     bent = {k: b for k, b in rep.get("toes_bent", {}).items() if b["frames_over_1deg"]}
     if bent:
         # no marker on these toes: the floor set their angle, not the capture
-        print("  toes bent at the ball by the floor (no marker on them): " + ", ".join(
-            f"{k} {b['frames_over_1deg']} fr, up to {b['max_deg']:.0f} deg"
-            for k, b in bent.items()))
+        print("  toes bent at the ball by the floor (no marker on them): " + bent_text(bent))
     if rep["joint_limit_hits"]:
         # a hinge is held at its limit (a straight knee): "at", not only "outside"
         print("  frames at or past a template joint limit: " + ", ".join(

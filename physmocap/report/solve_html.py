@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..io.atomic import atomic_write_text
+from ..solver.toes import bent_text, toe_tips
 from ._mpl import frame_still, plot_bones, pyplot
 from .html import report_page, report_value
 from .trace import ANGLE_JOINTS, SolveTrace
@@ -135,7 +136,6 @@ def fig_feet(tr: SolveTrace):
                 label=label)
     # the toe tips (BVH end sites) against the lab floor: a toe no marker is on was bent
     # by the floor (solver/toes.py); a marked one is where its marker put it
-    from ..solver.toes import toe_tips
     for name, p in toe_tips(tr.motion).items():
         a1.plot(t, 1000.0 * p[:, 2], "--", lw=1, color="0.35" if "Left" in name else "0.6",
                 label=f"{name} tip")
@@ -253,9 +253,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
             ("joint-limit frames", ", ".join(f"{k} {v}" for k, v in
                                              rep.get("joint_limit_hits", {}).items()) or "none"),
             # toes no marker is on: their angle is the floor's (solver/toes.py), not a capture's
-            ("toes bent by the floor", (", ".join(
-                f"{k} {b['frames_over_1deg']} fr, up to {b['max_deg']:.0f} deg"
-                for k, b in rep["toes_bent"].items()) or "none")
+            ("toes bent by the floor", (bent_text(rep["toes_bent"]) or "none")
              if "toes_bent" in rep else None),
             ("solve time", g("solve_seconds", "{:.1f} s"))]
     return [(k, v) for k, v in rows if v is not None]

@@ -409,7 +409,7 @@ def _floor_toes(motion: Motion, ms: MarkerSet, planted: np.ndarray, plant_labels
     motion, bend = floor_toes(motion, toes, stand, axes=body.axis[toes] if hinges else None)
     deg = np.degrees(bend)
     return motion, {sk.names[j]: {"frames_over_1deg": int(np.count_nonzero(deg[:, t] > 1.0)),
-                                  "max_deg": round(float(deg[:, t].max()), 1) if len(deg) else 0.0,
+                                  "max_deg": round(float(deg[:, t].max()), 1),
                                   "standing_height_m": None if np.isnan(stand[t])
                                   else round(float(stand[t]), 4)}
                     for t, j in enumerate(toes)}

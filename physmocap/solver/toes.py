@@ -16,7 +16,7 @@ from .. import quat
 from ..errors import ShapeError, require_counts, require_numbers
 from ..motion import Motion
 
-__all__ = ["floor_toes", "free_toes", "standing_heights", "toe_tips"]
+__all__ = ["floor_toes", "free_toes", "standing_heights", "toe_tips", "bent_text"]
 
 #: The most a toe is bent up from where the solve held it, rad (60 deg: about a standing
 #: person's toe extension; past it a toe through the floor is the foot's error, not the toe's).
@@ -45,6 +45,13 @@ def toe_tips(motion: Motion) -> dict[str, np.ndarray]:
             out[sk.names[j]][a:a + part.n_frames] = part.gpos[:, j] + quat.rotate(
                 part.grot[:, j], np.broadcast_to(seg[j], (part.n_frames, 3)))
     return out
+
+
+def bent_text(toes_bent: dict) -> str:
+    """The solve report's ``toes_bent`` (name -> its figures) as one phrase for a person:
+    ``"LeftToes 201 fr, up to 50 deg, ..."`` ("" for none)."""
+    return ", ".join(f"{k} {b['frames_over_1deg']} fr, up to {b['max_deg']:.0f} deg"
+                     for k, b in toes_bent.items())
 
 
 def standing_heights(toe_z: np.ndarray, planted: np.ndarray, min_frames: int = 10) -> np.ndarray:
