@@ -79,9 +79,9 @@ walks slower than its reference (3.5-3.7 of 7.2 m); the Bandai-Namco walk stays 
 still feet: ``TrackingSettings.flat_planted``, ``ground_still``); the solved CMU 02_01 walk's
 gait cycle looped to 20 s (``reference.close_cycle``) stays up in each of twelve headings (it
 fell in all twelve before ``swing_wait`` and the closed seam; ``benchmarks/playback_speed.py
-solved_12``), the PiG walk's in 3 of 12 (5 on another machine, the same code; 12 of 12 on the solve that held its heels flat, then
-jumping, 0 of 12 before the solver bent its toes at the ball; 12 of 12 retargeted onto the
-template's body); the live figure eight is up 20 s
+solved_12``), the PiG walk's in 3 of 12 (5 on another machine, the same code; 12 of 12 on the
+solve that held its heels flat, then jumping, 0 of 12 before the solver bent its toes at the
+ball; 12 of 12 retargeted onto the template's body); the live figure eight is up 20 s
 in 6 of 6 headings (3 of 6 before ``stance_yaw``), the head circle 20 s (its 12 s recording,
 then standing; down at 13.4 s without the standing clip). The sharp turns fall in all six
 (down at 5.3-9.6 s, in or after a 180° turn the reference spins on sliding feet)
