@@ -61,16 +61,15 @@ def toe_line(r) -> str:
     """The solved toe tips' lowest height over the lab floor (z = 0) and how often they are
     under it, beside the kinematic reference's (toes held near rest, rigid with the foot), and
     the bends ``toes.floor_toes`` gave the toes no marker is on."""
-    from physmocap.solver.toes import toe_tips
+    from physmocap.solver.toes import bent_text, toe_tips
 
     def tips(m):
         return " / ".join(f"{100 * z.min():.1f} cm ({100 * np.mean(z < 0):.0f} %)"
                           for z in (p[:, 2] for p in toe_tips(m).values()))
 
     bent = r.report.get("toes_bent", {})
-    how = ("; bent by the floor (no marker on them): " + ", ".join(
-        f"{n} max {b['max_deg']:.0f} deg, {b['frames_over_1deg']} frames over 1 deg"
-        for n, b in bent.items())) if bent else "; a marker on each toe: not bent"
+    how = ("; bent by the floor (no marker on them): " + bent_text(bent)) if bent \
+        else "; a marker on each toe: not bent"
     return (f"    toe tips' lowest over the lab floor L / R (under it): {tips(r.motion)}; the "
             f"kinematic reference's {tips(r.kinematic)}{how}")
 

@@ -28,10 +28,11 @@ def tip(motion, j):
 
 
 def test_toe_tips_are_the_end_sites_in_blocks(monkeypatch):
-    from physmocap.solver import toes
+    from physmocap.solver import kinematic
     m = heel_rise()
     sk = m.skeleton
-    monkeypatch.setattr(toes, "_BLOCK", 7)               # blocks that do not divide the take
+    # marker_positions' blocks of frames, that do not divide the take
+    monkeypatch.setattr(kinematic, "_BLOCK", 7)
     got = toe_tips(m)
     assert list(got) == ["LeftToes", "RightToes"]
     for name, p in got.items():

@@ -14,7 +14,9 @@ import numpy as np
 
 from .. import quat
 from ..errors import ShapeError, require_counts, require_numbers
+from ..markers import MarkerSet
 from ..motion import Motion
+from .kinematic import marker_positions
 
 __all__ = ["floor_toes", "free_toes", "standing_heights", "toe_tips", "bent_text"]
 
@@ -34,17 +36,16 @@ def free_toes(names: tuple, marker_segments: np.ndarray) -> list[int]:
 
 def toe_tips(motion: Motion) -> dict[str, np.ndarray]:
     """Each ``*Toes`` joint's tip (its segment vector from the joint: the BVH end site),
-    ``{name: (F, 3) m}``, in blocks of frames as ``floor_toes``."""
+    ``{name: (F, 3) m}``: a point on each toe for ``kinematic.marker_positions`` (blocked
+    forward kinematics)."""
     sk = motion.skeleton
-    seg = sk.segment_vectors()
     toes = [j for j, n in enumerate(sk.names) if n.endswith("Toes")]
-    out = {sk.names[j]: np.empty((motion.n_frames, 3)) for j in toes}
-    for a in range(0, motion.n_frames, _BLOCK):
-        part = motion[a:a + _BLOCK]
-        for j in toes:
-            out[sk.names[j]][a:a + part.n_frames] = part.gpos[:, j] + quat.rotate(
-                part.grot[:, j], np.broadcast_to(seg[j], (part.n_frames, 3)))
-    return out
+    if not toes:
+        return {}
+    tips = MarkerSet(tuple(sk.names[j] for j in toes), np.array(toes),
+                     sk.segment_vectors()[toes], np.ones(len(toes)))
+    p = marker_positions(sk, tips, motion.lrot, motion.root_pos)
+    return {sk.names[j]: p[:, t] for t, j in enumerate(toes)}
 
 
 def bent_text(toes_bent: dict) -> str:
