@@ -91,6 +91,18 @@ class Motion:
             raise ShapeError("with_skeleton needs a skeleton with the same joints and parents")
         return replace(self, skeleton=skeleton)
 
+    def turned_rest(self, C: np.ndarray) -> "Motion":
+        """The same movement (every joint's world position the same) on the skeleton whose
+        frames are turned by ``C (3, 3)`` (``Skeleton.turned``): each segment's world rotation
+        ``G C^T``, so local rotations ``C q C^T`` and the root's ``q C^T``."""
+        C = np.asarray(C, float)
+        if np.allclose(C, np.eye(3)):
+            return self
+        c = quat.from_matrix(C)
+        lrot = quat.mul(quat.mul(c, self.lrot), quat.conj(c))
+        lrot[:, 0] = quat.mul(self.lrot[:, 0], quat.conj(c))
+        return replace(self, skeleton=self.skeleton.turned(C), lrot=quat.normalize(lrot))
+
     def lrot_unrolled(self) -> np.ndarray:
         """``(F, J, 4)`` local rotations with signs made continuous over time."""
         return quat.unroll(self.lrot, axis=0)

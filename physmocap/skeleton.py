@@ -97,6 +97,46 @@ class Skeleton:
         """True when names and parents match (offsets may differ)."""
         return self.names == other.names and np.array_equal(self.parents, other.parents)
 
+    def turned(self, C: np.ndarray) -> "Skeleton":
+        """The same tree with every joint's frame turned: non-root offsets and End Sites
+        become ``C @ offset`` (``C (3, 3)`` a rotation); the root's offset (in the world) is
+        kept. ``Motion.turned_rest`` turns a motion's rotations with it."""
+        C = np.asarray(C, float)
+        offsets = self.offsets @ C.T
+        offsets[0] = self.offsets[0]
+        return Skeleton(self.names, self.parents, offsets, self.end_sites @ C.T)
+
+
+def rest_turn(skeleton: Skeleton, to: Skeleton) -> np.ndarray:
+    """``(3, 3)``: the axis turn (one of the 24 rotations that permute axes, with signs) that
+    best takes ``skeleton``'s rest frames to ``to``'s (``to.offsets[j] ≈ C @
+    skeleton.offsets[j]`` over the joints both have, by name, with the same parent), or the
+    identity when no such turn fits (no joints in common, or the rests differ by more than an
+    axis turn: a 30° fit error). E.g. a template-body motion written to a Y-up BVH with an
+    upright rest (``write_bvh``) and read back: the turn back to the template's frames."""
+    pairs = []
+    for j in range(1, len(skeleton)):
+        name, par = skeleton.names[j], skeleton.names[skeleton.parents[j]]
+        if name in to.names:
+            k = to.names.index(name)
+            if to.parents[k] >= 0 and to.names[to.parents[k]] == par:
+                pairs.append((skeleton.offsets[j], to.offsets[k]))
+    if not pairs:
+        return np.eye(3)
+    a = np.array([p[0] for p in pairs])
+    b = np.array([p[1] for p in pairs])
+    H = a.T @ b                                          # Kabsch: b ≈ C a
+    U, _, Vt = np.linalg.svd(H)
+    d = np.sign(np.linalg.det(Vt.T @ U.T)) or 1.0
+    C = Vt.T @ np.diag([1.0, 1.0, d]) @ U.T
+    snap = np.round(C)
+    ok = (np.abs(snap).sum(axis=0) == 1).all() and (np.abs(snap).sum(axis=1) == 1).all() \
+        and np.isclose(np.linalg.det(snap), 1.0)
+    # the fit's own rotation within 30° of the axis turn: cos of the angle between them
+    if ok and (np.trace(snap.T @ C) - 1.0) / 2.0 > np.cos(np.radians(30.0)):
+        return snap + 0.0                                # (no -0.0)
+    return np.eye(3)
+
 
 def forward_kinematics(skeleton: Skeleton, lrot: np.ndarray, root_pos: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -87,6 +87,13 @@ def test_round_trip_every_file_within_a_micrometre(data_dir, tmp_path):
     assert worst < 1e-6, worst
 
 
+def _written_angles(path: Path, n_frames: int) -> np.ndarray:
+    """The rotation channels of a file ``write_bvh`` wrote (root: after its 3 positions)."""
+    rows = path.read_text().split("Frame Time:")[1].splitlines()[1:]
+    vals = np.array([[float(v) for v in r.split()] for r in rows[:n_frames]])
+    return vals[:, 3:].reshape(n_frames, -1, 3)
+
+
 def test_written_file_is_portable_flavour(data_dir, tmp_path):
     m = read_bvh(data_dir / "bvh/cmu/131_01.bvh")
     out = tmp_path / "o.bvh"
@@ -287,6 +294,42 @@ def test_long_motion_written_in_blocks_round_trips(tmp_path):
     m2 = read_bvh(tmp_path / "long.bvh", unit="cm")
     assert m2.n_frames == F
     assert np.abs(m2.gpos - m.gpos).max() < 1e-6
+
+
+def test_a_body_motion_is_written_with_an_upright_rest(tmp_path):
+    """A motion on the body template (Z up: a solve's, a match's, a playback's) is written with
+    its rest pose standing along the file's up axis, its root's angles small in an upright
+    frame (not at -90°, where the other two are undefined); read back and turned to the
+    template's frames (``rest_turn``) it is the motion written. A file read and written again
+    keeps its own frames (its offsets as read)."""
+    from physmocap.scene import load_body
+    from physmocap.skeleton import rest_turn
+    sk = load_body().skeleton
+    F = 20
+    yaw = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), np.linspace(0.0, 1.0, F))
+    lrot = quat.identity((F, len(sk)))
+    lrot[:, 0] = yaw
+    lrot[:, sk.index("LeftLowerLeg")] = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), 0.5)
+    m = Motion(sk, 60, np.tile([0.0, 0.0, 0.95], (F, 1)), lrot)
+    out = tmp_path / "body.bvh"
+    write_bvh(m, out)
+    back = read_bvh(out, unit="cm")
+    rest = back.skeleton.rest_positions()
+    rest = rest - rest[0]                        # the file's offsets summed: file axes, Y up
+    assert rest[sk.index("Head"), 1] > 0.4 and rest[sk.index("LeftFoot"), 1] < -0.7
+    assert rest[sk.index("LeftHand"), 0] > 0.5   # the T-pose's left arm to +X: facing +Z
+    assert np.abs(rest[:, 2]).max() < 0.2        # no joint far along the facing
+    root = _written_angles(out, F)[:, 0]         # Z, X, Y: the root turns about Y only
+    assert np.abs(root[:, :2]).max() < 1e-5 and np.ptp(root[:, 2]) > 50.0
+    np.testing.assert_allclose(back.gpos, m.gpos, atol=1e-6)
+    C = rest_turn(back.skeleton, sk)
+    assert not np.allclose(C, np.eye(3))
+    same = back.turned_rest(C)
+    np.testing.assert_allclose(same.skeleton.offsets, sk.offsets, atol=1e-8)
+    np.testing.assert_allclose(np.abs((same.lrot * m.lrot).sum(-1)), 1.0, atol=1e-9)
+    write_bvh(back, tmp_path / "again.bvh")
+    again = read_bvh(tmp_path / "again.bvh", unit="cm")
+    np.testing.assert_allclose(again.skeleton.offsets, back.skeleton.offsets, atol=1e-8)
 
 
 # --- hostile input: anything goes in, only PhysmocapError comes out ---------------------------

@@ -59,3 +59,17 @@ def test_with_skeleton(motion):
 def test_unrolled_is_continuous(motion):
     q = motion.lrot_unrolled()
     assert np.all(np.abs(np.sum(q * motion.lrot, -1)) > 1 - 1e-12)
+
+
+def test_turned_rest_moves_nothing(motion):
+    """Joint frames turned by an axis turn (or any rotation): every joint's world position the
+    same, the offsets turned, the root's rest offset kept; turned back, the original."""
+    C = Rotation.from_euler("x", 90, degrees=True).as_matrix()
+    t = motion.turned_rest(C)
+    np.testing.assert_allclose(t.gpos, motion.gpos, atol=1e-12)
+    np.testing.assert_allclose(t.skeleton.offsets[1:], motion.skeleton.offsets[1:] @ C.T)
+    np.testing.assert_array_equal(t.skeleton.offsets[0], motion.skeleton.offsets[0])
+    back = t.turned_rest(C.T)
+    np.testing.assert_allclose(np.abs((back.lrot * motion.lrot).sum(-1)), 1.0, atol=1e-12)
+    np.testing.assert_allclose(back.skeleton.offsets, motion.skeleton.offsets, atol=1e-15)
+    assert motion.turned_rest(np.eye(3)) is motion

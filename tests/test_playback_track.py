@@ -471,6 +471,27 @@ def test_a_solved_subject_plays_on_its_own_body(body):
         body.with_skeleton(_other_skeleton())
 
 
+def test_a_solved_bvh_read_back_plays_as_the_motion_written(body, tmp_path):
+    """A subject's motion written to a BVH (its rest stood up along the file's Y) and read back
+    is the same reference on the same body: ``prepare_reference`` turns it back to the
+    template's joint frames (the feet, hinges and limits are in them)."""
+    from physmocap.io.bvh import read_bvh, write_bvh
+    from physmocap.playback.track import prepare_reference
+    sk = body.skeleton.scaled(1.05)
+    F = 30
+    rng = np.random.default_rng(3)
+    lrot = quat.from_scaled_axis(rng.normal(0.0, 0.2, (F, len(sk), 3)))
+    m = Motion(sk, 60.0, np.tile([0.0, 0.0, 1.0], (F, 1)), lrot)
+    write_bvh(m, tmp_path / "solved.bvh")
+    back = read_bvh(tmp_path / "solved.bvh", unit="cm")
+    assert not np.allclose(back.skeleton.offsets[1:], sk.offsets[1:], atol=1e-3)
+    b1, r1, _ = prepare_reference(m, body, "assist", TrackingSettings())
+    b2, r2, _ = prepare_reference(back, body, "assist", TrackingSettings())
+    np.testing.assert_allclose(b2.skeleton.offsets, b1.skeleton.offsets, atol=1e-7)
+    np.testing.assert_allclose(np.abs((r2.lrot * r1.lrot).sum(-1)), 1.0, atol=1e-6)
+    np.testing.assert_allclose(r2.gpos, r1.gpos, atol=1e-6)
+
+
 def test_a_long_legged_subject_has_feet_of_positive_size(body):
     """Calibration keeps the scaled template's root offset; a subject whose legs came out long
     stood through the floor in the rest pose, and its foot boxes (down to that floor) were thin

@@ -112,3 +112,22 @@ def test_forward_kinematics_chain_is_the_frame_s_bit_for_bit(rng):
         xc, gc = forward_kinematics_chain(sk, lrot, root, js)
         assert xc.shape == (len(js), 3) and gc.shape == (len(js), 4)
         assert np.array_equal(xc, x[js]) and np.array_equal(gc, g[js])
+
+
+def test_rest_turn_finds_the_axis_turn():
+    """``rest_turn``: the axis turn between a skeleton's frames and another's of the same joints
+    (other limb lengths too); the identity for the same frames, for no joints in common, and
+    for rests that differ by more than an axis turn."""
+    from physmocap.scene import load_body
+    from physmocap.skeleton import rest_turn
+    sk = load_body().skeleton
+    C = Rotation.from_euler("x", -90, degrees=True).as_matrix()
+    for turn in (C, Rotation.from_euler("z", 180, degrees=True).as_matrix()):
+        turned = sk.scaled(1.1).turned(turn)
+        np.testing.assert_array_equal(rest_turn(turned, sk), np.round(turn.T) + 0.0)
+        np.testing.assert_array_equal(rest_turn(sk, turned), np.round(turn) + 0.0)
+    np.testing.assert_array_equal(rest_turn(sk, sk), np.eye(3))
+    other = Skeleton(["a", "b"], [-1, 0], [[0, 0, 1], [0, 0, 0.5]])
+    np.testing.assert_array_equal(rest_turn(other, sk), np.eye(3))
+    half = sk.turned(Rotation.from_euler("x", 45, degrees=True).as_matrix())
+    np.testing.assert_array_equal(rest_turn(half, sk), np.eye(3))

@@ -434,6 +434,7 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
         raise PhysmocapError(f"rotation order {order!r} must be a permutation of XYZ")
     scale = unit_scale(unit)
     R = up_to_zup_matrix(up)
+    motion = motion.turned_rest(upright_turn(motion, up))
     sk = motion.skeleton
     bad = [n for n in sk.names if not n or any(ch.isspace() for ch in n) or n in "{}"]
     if bad:
@@ -495,6 +496,37 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
                 eul = Rotation.from_quat(lrot.reshape(-1, 4)).as_euler(order, degrees=True)
             cols = np.concatenate([root_pos, eul.reshape(n, J, 3)[:, dfs].reshape(n, -1)], axis=1)
             np.savetxt(fh, cols, fmt=f"%.{decimals}f", delimiter=" ")
+
+
+def upright_turn(motion: Motion, up: str = "y") -> np.ndarray:
+    """``(3, 3)``: the turn of ``motion``'s joint frames (``Motion.turned_rest``) that
+    ``write_bvh`` writes a file of up axis ``up`` with, so that the file's rest pose stands
+    along that axis, for a skeleton whose rest stands along Z (the body templates: a solve,
+    matched or played motion); in a Y-up file also facing +Z with its left at +X, as BVH
+    files' rest poses do (CMU's, Bandai-Namco's; the templates face +X, left +Y). Else the
+    identity: a skeleton read from a file of that up axis keeps its own frames, so its round
+    trip is exact. Judged by the root: its rotation in the file, over the frames, nearer a
+    turn about the file's up axis with which.
+
+    Why: written with a Z-up rest into a Y-up file, the rest pose lies on its back (tools that
+    take the rest for a T-pose, as characterisation for retargeting does, see a lying
+    figure), and the root's middle Euler angle sits at -90° in every upright frame, where its
+    other two are undefined.
+    """
+    R = up_to_zup_matrix(up)
+    if motion.n_frames == 0 or np.allclose(R, np.eye(3)):
+        return np.eye(3)
+    u = R.T @ np.array([0.0, 0.0, 1.0])                 # the file's up axis, file axes
+    q0 = motion.lrot[:: max(1, motion.n_frames // 1000), 0]
+    to_file = quat.conj(quat.from_matrix(R))
+
+    def tilt(C: np.ndarray) -> float:
+        g = quat.mul(quat.mul(to_file, q0), quat.conj(quat.from_matrix(C)))
+        return float(np.median(quat.rotate(g, u) @ u))          # cos of the tilt
+    # file x, y, z = the template's left, up, forward (Y up); else its up to the file's
+    turn = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]) \
+        if up.strip().lower() in ("y", "+y") else R.T
+    return turn if tilt(turn) > tilt(np.eye(3)) + 0.1 else np.eye(3)
 
 
 #: Frames formatted at a time by ``write_bvh``.

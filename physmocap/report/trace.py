@@ -18,6 +18,7 @@ from .. import quat
 from ..errors import FileFormatError, PhysmocapError
 from ..markers import MarkerSet
 from ..motion import Motion
+from ..skeleton import rest_turn
 
 __all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "solve_files", "joint_angles",
            "limit_hits", "fit_marker_offsets", "ANGLE_JOINTS"]
@@ -197,6 +198,9 @@ def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 
 
     bvh_path, c3d_path = solve_files(report_path, rep, bvh, c3d)
     motion = read_bvh(bvh_path, unit="cm")       # solve writes cm, Y up (its default)
+    # back in the template's joint frames (the file stands its rest along Y; ``rest_turn``):
+    # the marker offsets, limits and hinge axes below are in them
+    motion = motion.turned_rest(rest_turn(motion.skeleton, _body().skeleton))
     markers = read_c3d(c3d_path)
     labels = tuple(rep["markers"])
     missing = [l for l in labels if l not in markers.labels]
