@@ -330,6 +330,48 @@ def test_a_body_motion_is_written_with_an_upright_rest(tmp_path):
     write_bvh(back, tmp_path / "again.bvh")
     again = read_bvh(tmp_path / "again.bvh", unit="cm")
     np.testing.assert_allclose(again.skeleton.offsets, back.skeleton.offsets, atol=1e-8)
+@pytest.mark.parametrize("order", ["ZXY", "XYZ", "YZX"])
+def test_written_angles_are_continuous(tmp_path, order):
+    """A root turning three times round and a knee flexing to 150° (past the 90° where a middle
+    Euler angle turns back) are written without a jump between frames: a tool that interpolates
+    the curves turns them the short way; every frame keeps its rotation. Over block edges
+    too."""
+    from physmocap.io import bvh as bvhmod
+    F = bvhmod._WRITE_BLOCK + 300
+    t = np.linspace(0.0, 1.0, F)
+    sk = Skeleton(["Hips", "Knee"], [-1, 0], [[0, 0, 1], [0, 0, -0.4]])
+    lrot = np.empty((F, 2, 4))
+    lrot[:, 0] = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), 6 * np.pi * t)
+    # the knee flexes about the axis that is the middle of ``order`` in the file (its x, y, z
+    # are the template's y, z, x: ``upright_turn``)
+    file_axis = {"X": [0, 1.0, 0], "Y": [0, 0, 1.0], "Z": [1.0, 0, 0]}[order[1]]
+    lrot[:, 1] = quat.from_axis_angle(np.array(file_axis), np.radians(150.0) * np.sin(np.pi * t))
+    m = Motion(sk, 120, np.zeros((F, 3)), lrot)
+    out = tmp_path / "turn.bvh"
+    write_bvh(m, out, order=order)
+    ang = _written_angles(out, F)
+    step = np.abs(np.diff(ang, axis=0)).max()
+    # 1080° over F frames is 0.26° a frame, the knee at most 0.12°; the rounding 1e-6
+    assert step < 0.5, step
+    assert np.ptp(ang[:, 0]) > 1000.0              # the root's turn is written as it goes
+    assert np.abs(ang[:, 1]).max() > 149.0         # the knee's 150°, not 30° and a flip
+    m2 = read_bvh(out, unit="cm")
+    assert np.abs(m2.gpos - m.gpos).max() < 1e-6
+
+
+def test_continuous_euler_keeps_each_rotation(rng):
+    """Random rotations of many joints: each frame's angles still give its rotation, and
+    given the frame before (``prev``) the first frame is chosen near it."""
+    from scipy.spatial.transform import Rotation
+
+    from physmocap.io.bvh import continuous_euler
+    q = quat.normalize(rng.normal(size=(50, 7, 4)))
+    e = Rotation.from_quat(q.reshape(-1, 4)).as_euler("ZXY", degrees=True).reshape(50, 7, 3)
+    prev = e[0] + 720.0
+    for c in (continuous_euler(e), continuous_euler(e, prev)):
+        back = Rotation.from_euler("ZXY", c.reshape(-1, 3), degrees=True).as_quat()
+        assert np.allclose(np.abs((back.reshape(50, 7, 4) * q).sum(-1)), 1.0, atol=1e-9)
+    assert np.allclose(continuous_euler(e, prev)[0], prev)
 
 
 # --- hostile input: anything goes in, only PhysmocapError comes out ---------------------------

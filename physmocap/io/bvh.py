@@ -480,6 +480,7 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
     w(f"Frames: {F}\n")
     w(f"Frame Time: {1.0 / motion.fps:.10g}\n")
     to_file = quat.conj(quat.from_matrix(R))
+    prev = None                                  # the last written frame's angles (J, 3)
     with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as fh:
         fh.write(out.getvalue())
         # Frames in blocks, straight to the file: a long take needs no whole-take text or
@@ -494,7 +495,9 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # gimbal lock: the angles still give the rotation
                 eul = Rotation.from_quat(lrot.reshape(-1, 4)).as_euler(order, degrees=True)
-            cols = np.concatenate([root_pos, eul.reshape(n, J, 3)[:, dfs].reshape(n, -1)], axis=1)
+            eul = continuous_euler(eul.reshape(n, J, 3), prev)
+            prev = eul[-1]
+            cols = np.concatenate([root_pos, eul[:, dfs].reshape(n, -1)], axis=1)
             np.savetxt(fh, cols, fmt=f"%.{decimals}f", delimiter=" ")
 
 
@@ -531,6 +534,32 @@ def upright_turn(motion: Motion, up: str = "y") -> np.ndarray:
 
 #: Frames formatted at a time by ``write_bvh``.
 _WRITE_BLOCK = 4096
+
+
+def continuous_euler(eul: np.ndarray, prev: np.ndarray | None = None) -> np.ndarray:
+    """Euler angles ``(F, J, 3)`` degrees (any intrinsic order, each frame on its own, as
+    ``Rotation.as_euler`` gives them) made continuous over frames: each frame takes, of the
+    two angle triples of its rotation (``(a, b, c)`` and ``(a + 180, 180 - b, c + 180)``) and
+    their whole turns, the one nearest the frame before (``prev (J, 3)`` before the first; if
+    ``None`` the first frame is kept). Every frame keeps its rotation.
+
+    Why: per frame, a steady turn past ±180° jumps by 360° between two frames (a walk that
+    turns round), and a middle angle past ±90° flips the other two by 180° (a hip flexed past
+    90°); a tool that interpolates the curves (resampling, retiming, filters) turns the joint
+    the long way round there.
+    """
+    eul = np.asarray(eul, float)
+    alt = eul + np.array([180.0, 0.0, 180.0])
+    alt[..., 1] = 180.0 - eul[..., 1]
+    out = np.empty_like(eul)
+    last = eul[0] if prev is None else np.asarray(prev, float)
+    # sequential over frames (each depends on the one before), vectorised over joints
+    for f in range(len(eul)):
+        a = eul[f] + 360.0 * np.round((last - eul[f]) / 360.0)
+        b = alt[f] + 360.0 * np.round((last - alt[f]) / 360.0)
+        pick = (np.abs(a - last).sum(axis=-1) <= np.abs(b - last).sum(axis=-1))[..., None]
+        last = out[f] = np.where(pick, a, b)
+    return out
 
 
 def _default_end(offset: np.ndarray) -> np.ndarray:
