@@ -549,17 +549,28 @@ def continuous_euler(eul: np.ndarray, prev: np.ndarray | None = None) -> np.ndar
     the long way round there.
     """
     eul = np.asarray(eul, float)
+    if len(eul) == 0:
+        return eul.copy()
     alt = eul + np.array([180.0, 0.0, 180.0])
     alt[..., 1] = 180.0 - eul[..., 1]
-    out = np.empty_like(eul)
-    last = eul[0] if prev is None else np.asarray(prev, float)
-    # sequential over frames (each depends on the one before), vectorised over joints
-    for f in range(len(eul)):
-        a = eul[f] + 360.0 * np.round((last - eul[f]) / 360.0)
-        b = alt[f] + 360.0 * np.round((last - alt[f]) / 360.0)
-        pick = (np.abs(a - last).sum(axis=-1) <= np.abs(b - last).sum(axis=-1))[..., None]
-        last = out[f] = np.where(pick, a, b)
-    return out
+
+    def dist(x, y):                 # summed angle differences, each to the nearest whole turn
+        d = x - y
+        return np.abs(d - 360.0 * np.round(d / 360.0)).sum(axis=-1)
+
+    # Whether a frame takes the other triple than the frame before does needs no history: the
+    # two distances compared are the same from either triple of the frame before (``alt`` is
+    # its triple's mirror), so the choices are a running parity of per-frame switches.
+    switch = np.zeros(eul.shape[:-1], bool)
+    switch[1:] = dist(alt[1:], eul[:-1]) < dist(eul[1:], eul[:-1])
+    if prev is not None:
+        prev = np.asarray(prev, float)
+        switch[0] = dist(alt[0], prev) < dist(eul[0], prev)
+    odd = (np.cumsum(switch, axis=0) % 2).astype(bool)[..., None]
+    out = np.where(odd, alt, eul)
+    # then the whole turns: each angle nearest the one before
+    first = out[:1] if prev is None else prev[None]
+    return np.unwrap(np.concatenate([first, out]), period=360.0, axis=0)[1:]
 
 
 def _default_end(offset: np.ndarray) -> np.ndarray:
