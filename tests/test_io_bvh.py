@@ -274,6 +274,16 @@ def test_writer_is_atomic_and_checks_names(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["o.bvh"]   # no temporary left behind
 
 
+def test_non_ascii_joint_names_round_trip(tmp_path):
+    """A joint name the reader took (UTF-8, e.g. ``Hüfte``) is written back (UTF-8, as Blender
+    reads it): writing it raised a bare UnicodeEncodeError."""
+    m = loads_bvh(SMALL.replace("Spine", "Hüfte"), unit="cm")
+    write_bvh(m, tmp_path / "u.bvh")
+    back = read_bvh(tmp_path / "u.bvh", unit="cm")
+    assert "Hüfte" in back.skeleton.names
+    assert np.abs(back.gpos - m.gpos).max() < 1e-6
+
+
 def test_deep_chain_round_trips(tmp_path):
     J = 1500  # deeper than Python's recursion limit
     sk = Skeleton([f"j{i}" for i in range(J)], np.arange(J) - 1, np.tile([0, 0.001, 0], (J, 1)))

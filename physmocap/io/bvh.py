@@ -481,7 +481,7 @@ def write_bvh(motion: Motion, path, unit: str = "cm", up: str = "y", order: str 
     w(f"Frame Time: {1.0 / motion.fps:.10g}\n")
     to_file = quat.conj(quat.from_matrix(R))
     prev = None                                  # the last written frame's angles (J, 3)
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         fh.write(out.getvalue())
         # Frames in blocks, straight to the file: a long take needs no whole-take text or
         # angle arrays in memory.
