@@ -397,6 +397,25 @@ def test_exact_origin_sample_reads_as_missing(tmp_path):
     assert np.isnan(back.pos[1, 0]).all() and np.isfinite(back.pos[[0, 2]]).all()
 
 
+@pytest.mark.parametrize("first", ["A", "B"])
+def test_two_subjects_of_one_size_name_the_first(tmp_path, first):
+    """Labels of two subjects with as many markers each (``A:LFHD``, ``B:LFHD``): the subject
+    is the first to appear, every run (it was chosen by the strings' hashes)."""
+    import ezc3d
+    other = "B" if first == "A" else "A"
+    c = ezc3d.c3d()
+    c["parameters"]["POINT"]["RATE"]["value"] = [100.0]
+    c["parameters"]["POINT"]["LABELS"]["value"] = [f"{first}:LFHD", f"{first}:RFHD",
+                                                   f"{other}:LFHD", f"{other}:RFHD"]
+    c.add_parameter("POINT", "UNITS", ["mm"])
+    pts = np.ones((4, 4, 5))
+    pts[:3] = np.arange(1.0, 61.0).reshape(3, 4, 5) * 10.0
+    c["data"]["points"] = pts
+    c.write(str(tmp_path / "two.c3d"))
+    m = read_c3d(tmp_path / "two.c3d", up="z")
+    assert m.subject == first and list(m.labels[:2]) == ["LFHD", "RFHD"]
+
+
 # ---------------------------------------------------------------------- takes over 65535 frames
 
 def _long_take(F: int, markers: int = 32) -> MarkerTrajectories:

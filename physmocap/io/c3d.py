@@ -488,7 +488,9 @@ def _labels_and_subject(params: dict, n: int) -> tuple[list[str], str, list[str]
     split = [_split_prefix(l, prefixes) for l in raw]
     labels = [s[1] for s in split]
     subjects = [s[0] for s in split if s[0]]
-    subject = max(set(subjects), key=subjects.count) if subjects else ""
+    # the most frequent prefix, the first to appear on a tie (``max`` over a set chose by the
+    # strings' hashes: another subject on another run)
+    subject = max(dict.fromkeys(subjects), key=subjects.count) if subjects else ""
     if not subject:
         names = [s for s in _strings(_param(params, "SUBJECTS", "NAMES")) if s]
         names = names or [s for s in _strings(_param(params, "SUBJECT", "NAME")) if s]
