@@ -764,6 +764,8 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     n_frames, m = pos.shape[0], pos.shape[1]
     if m == 0:
         raise ShapeError("cannot write a C3D without points (0 markers)")
+    if n_frames == 0:       # (ezc3d failed with a bare ZeroDivisionError)
+        raise ShapeError("cannot write a C3D of 0 frames")
     labels = [str(l) for l in markers.labels]
     virt = np.asarray(markers.is_virtual, bool)
     pts = np.ones((4, m, n_frames))
