@@ -497,6 +497,7 @@ def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     markers = clean.markers_only()
     assert len(markers.labels) == 41 and not np.isnan(markers.pos).any()   # gaps filled
     assert "LeftLowerLeg_JC" in clean.labels and clean.is_virtual[clean.index("LeftLowerLeg_JC")]
+    assert clean.meta["first_frame"] == 331          # the capture's frame numbers kept
     # the solve plays back on the subject's own body (its calibrated limb lengths)
     code, out, err = run(["play", str(tmp_path / "o.bvh"), "-o", str(tmp_path / "sim.bvh"),
                           "--report", str(tmp_path / "p.json"), "-q"], capsys)

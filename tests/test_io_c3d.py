@@ -416,6 +416,28 @@ def test_two_subjects_of_one_size_name_the_first(tmp_path, first):
     assert m.subject == first and list(m.labels[:2]) == ["LFHD", "RFHD"]
 
 
+def test_first_frame_number_is_kept(rng, tmp_path):
+    """The take's first frame number (``meta['first_frame']``) is written and read back, so a
+    cleaned capture keeps the original's frame numbers (they began at 1)."""
+    mk = _synthetic(rng)
+    mk = MarkerTrajectories(mk.labels, mk.fps, mk.pos, mk.is_virtual, mk.subject,
+                            {"first_frame": 331})
+    write_c3d(mk, tmp_path / "f.c3d")
+    back = read_c3d(tmp_path / "f.c3d", up="z", points="all")
+    assert back.meta["first_frame"] == 331 and back.pos.shape == mk.pos.shape
+    write_c3d(_synthetic(rng), tmp_path / "one.c3d")            # none given: frame 1
+    assert read_c3d(tmp_path / "one.c3d", up="z").meta["first_frame"] == 1
+
+
+def test_a_take_of_no_frames_is_refused(rng, tmp_path):
+    """One line (ezc3d raised a bare ZeroDivisionError), no file."""
+    mk = _synthetic(rng)
+    empty = MarkerTrajectories(mk.labels, mk.fps, mk.pos[:0], mk.is_virtual)
+    with pytest.raises(ShapeError, match="0 frames"):
+        write_c3d(empty, tmp_path / "e.c3d")
+    assert not (tmp_path / "e.c3d").exists()
+
+
 # ---------------------------------------------------------------------- takes over 65535 frames
 
 def _long_take(F: int, markers: int = 32) -> MarkerTrajectories:
@@ -436,6 +458,12 @@ def test_long_take_round_trip_keeps_every_frame(tmp_path):
     assert back.n_frames == 70_123
     assert np.array_equal(np.isnan(back.pos), np.isnan(m.pos))
     np.testing.assert_allclose(back.pos, m.pos, atol=1e-6, equal_nan=True)
+    # one that starts at frame 50 (a cleaned capture keeps its numbers): every frame too
+    m50 = MarkerTrajectories(m.labels, m.fps, m.pos, m.is_virtual, meta={"first_frame": 50})
+    write_c3d(m50, tmp_path / "long50.c3d")
+    back = read_c3d(tmp_path / "long50.c3d", up="z")
+    assert back.n_frames == 70_123 and back.meta["first_frame"] == 50
+    np.testing.assert_allclose(back.pos[-5:], m.pos[-5:], atol=1e-6, equal_nan=True)
 
 
 def test_long_take_without_trial_parameters_counts_from_the_data(tmp_path):

@@ -766,6 +766,11 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
         raise ShapeError("cannot write a C3D without points (0 markers)")
     if n_frames == 0:       # (ezc3d failed with a bare ZeroDivisionError)
         raise ShapeError("cannot write a C3D of 0 frames")
+    # the take's first frame number (1-based, ``meta['first_frame']`` as ``read_c3d`` gives it),
+    # so that a cleaned capture's frames keep the numbers of the original's
+    first = int(markers.meta.get("first_frame", 1) or 1)
+    if not 1 <= first <= 0xFFFFFFFF - n_frames:
+        raise ShapeError(f"cannot write a C3D whose first frame is {first} (1 or more)")
     labels = [str(l) for l in markers.labels]
     virt = np.asarray(markers.is_virtual, bool)
     pts = np.ones((4, m, n_frames))
@@ -776,6 +781,8 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     res[0, missing] = -1.0  # ezc3d does not derive this from NaN; without it NaN looks valid
 
     c = ezc3d.c3d()
+    if first <= 0xFFFF:              # the header's word (0-based in ezc3d); past it TRIAL only
+        c["header"]["points"]["first_frame"] = first - 1
     point = c["parameters"]["POINT"]
     point["RATE"]["value"] = [float(markers.fps)]
     point["LABELS"]["value"] = tuple(labels)
@@ -792,11 +799,12 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
         c.add_parameter("POINT", "VIRTUAL" + (str(k // 255 + 1) if k else ""), vlabels[k:k + 255])
     if markers.subject:
         c.add_parameter("SUBJECTS", "NAMES", [markers.subject])
-    if n_frames > SATURATED:
-        # The 16-bit counts saturate: state the length as Vicon does (two 16-bit words), so
+    last = first + n_frames - 1
+    if last > SATURATED:
+        # The 16-bit counts saturate: state the range as Vicon does (two 16-bit words), so
         # that readers (ours, BTK/Mokka, Nexus) get every frame.
-        c.add_parameter("TRIAL", "ACTUAL_START_FIELD", [1, 0])
-        c.add_parameter("TRIAL", "ACTUAL_END_FIELD", [n_frames & 0xFFFF, n_frames >> 16])
+        c.add_parameter("TRIAL", "ACTUAL_START_FIELD", [first & 0xFFFF, first >> 16])
+        c.add_parameter("TRIAL", "ACTUAL_END_FIELD", [last & 0xFFFF, last >> 16])
     # The temporary name ends in .c3d, so ezc3d does not append another extension.
     with atomic_path(path, suffix=".tmp.c3d") as tmp:
         c.write(str(tmp))

@@ -487,9 +487,11 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
     }
 
 
-def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "") -> MarkerTrajectories:
+def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "",
+                    first_frame: int = 1) -> MarkerTrajectories:
     """The capture's markers with gaps filled from the solved body, plus the solved joint
-    centres as virtual points (``<Joint>_JC``): what ``--c3d-out`` writes."""
+    centres as virtual points (``<Joint>_JC``): what ``--c3d-out`` writes; its frames keep the
+    capture's numbers (``first_frame``, 1-based)."""
     filled = np.where(np.isnan(result.pos), result.solved_markers, result.pos)
     sk = result.motion.skeleton
     jc = result.motion.gpos
@@ -497,7 +499,8 @@ def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "") -> 
     pos = np.concatenate([filled, jc], axis=1)
     virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
     return MarkerTrajectories(labels, fps, pos, virtual, subject_name,
-                              {"gap_filled": int(np.isnan(result.pos).any(-1).sum())})
+                              {"gap_filled": int(np.isnan(result.pos).any(-1).sum()),
+                               "first_frame": int(first_frame)})
 
 
 def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: str,
@@ -513,7 +516,8 @@ def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: s
     report = dict(result.report)
     report.update(markerset=spec_name, body=body_name, output=str(output), static=static_path)
     if c3d_out is not None:
-        write_c3d(cleaned_markers(result, markers.fps, markers.subject), c3d_out)
+        write_c3d(cleaned_markers(result, markers.fps, markers.subject,
+                                  markers.meta.get("first_frame", 1)), c3d_out)
         report["c3d_out"] = str(c3d_out)
     pig = capture_pig_agreement(markers, result.motion)
     if pig:
