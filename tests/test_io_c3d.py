@@ -146,6 +146,39 @@ def test_nexgen_is_y_up_and_rotated(data_dir):
     np.testing.assert_allclose(flipped.pos[..., 2], -m.pos[..., 2], atol=1e-12)
 
 
+def test_the_files_declared_up_axis_is_kept(data_dir, tmp_path):
+    """``POINT:X_SCREEN`` / ``Y_SCREEN`` name the vertical: 02_01 (``+X`` / ``+Z``) with its
+    subject laid down on the floor is read Z up (the marker cloud alone took its length for the
+    vertical and stood it up), with one warning line; a file without a usable pair is judged by
+    the cloud as before; a Y-up file that says so is turned to Z up."""
+    import ezc3d
+    m = quiet_read(data_dir / "c3d/cmu/02_01.c3d")
+    assert m.meta["up"] == "z" and m.meta["up_source"] == "file"
+    lie = np.array([[0.0, 0, 1], [0, 1, 0], [-1, 0, 0]])          # z (height) -> x
+    pos = (m.pos - np.nanmean(m.pos, axis=(0, 1))) @ lie.T + [0.0, 0.0, 0.4]
+    laid = MarkerTrajectories(m.labels, m.fps, pos, m.is_virtual, m.subject)
+    write_c3d(laid, tmp_path / "laid.c3d")
+    with pytest.warns(UserWarning, match=r"laid\.c3d: the file declares \+z up.*stand along"):
+        back = read_c3d(tmp_path / "laid.c3d")
+    assert back.meta["up_source"] == "file"
+    np.testing.assert_allclose(back.pos, pos, atol=1e-6, equal_nan=True)    # not turned
+    c = ezc3d.c3d(str(tmp_path / "laid.c3d"))
+    c.add_parameter("POINT", "X_SCREEN", ["+Z"])                   # the same axis twice
+    c.write(str(tmp_path / "unsaid.c3d"))
+    with pytest.warns(UserWarning, match="detected"):
+        guessed = read_c3d(tmp_path / "unsaid.c3d")
+    assert guessed.meta["up_source"] == "detected" and guessed.meta["up"] != "z"
+    yup = MarkerTrajectories(m.labels, m.fps, m.pos @ np.array([[1.0, 0, 0], [0, 0, 1],
+                                                                [0, -1, 0]]).T, m.is_virtual)
+    write_c3d(yup, tmp_path / "yup.c3d")
+    c = ezc3d.c3d(str(tmp_path / "yup.c3d"))
+    c.add_parameter("POINT", "Y_SCREEN", ["+Y"])
+    c.write(str(tmp_path / "yup.c3d"))
+    turned = read_c3d(tmp_path / "yup.c3d")
+    assert turned.meta["up"] == "y" and turned.meta["up_source"] == "file"
+    np.testing.assert_allclose(turned.pos, m.pos, atol=1e-6, equal_nan=True)
+
+
 def test_cmu_16_57_labels_subject_and_virtual_points(data_dir):
     a = quiet_read(data_dir / "c3d/cmu/16_57.c3d", points="all")
     assert a.subject == "Justin_Nancy" and len(set(a.labels)) == 330

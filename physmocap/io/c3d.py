@@ -599,6 +599,21 @@ def _unit(params: dict, pos: np.ndarray, path: Path) -> tuple[str, float, str]:
     return unit, unit_scale(unit), "inferred"
 
 
+def _screen_up(params: dict) -> str | None:
+    """The vertical axis the file declares (``'z'``, ``'-y'``, …): ``POINT:Y_SCREEN``, the axis
+    a viewer shows pointing up (Vicon, Qualisys, Motive and ``write_c3d`` write it), when it
+    and ``POINT:X_SCREEN`` name two different axes; else ``None``."""
+    def axis(name: str) -> str | None:
+        v = [x.strip().upper() for x in _strings(_param(params, "POINT", name))]
+        if len(v) != 1 or len(v[0]) != 2 or v[0][0] not in "+-" or v[0][1] not in "XYZ":
+            return None
+        return v[0]
+    x, y = axis("X_SCREEN"), axis("Y_SCREEN")
+    if x is None or y is None or x[1] == y[1]:
+        return None
+    return y[1].lower() if y[0] == "+" else "-" + y[1].lower()
+
+
 def _detect_up(pos: np.ndarray, labels: list[str]) -> str | None:
     """Signed vertical axis of ``pos (F, M, 3)`` in metres, or None with no usable data.
 
@@ -643,8 +658,10 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     Returns:
         ``MarkerTrajectories`` with ``pos (F, M, 3)`` m, NaN where a sample is invalid (residual
         < 0, NaN, infinite, or exactly (0, 0, 0)). ``meta``: path, format, unit, unit_source
-        (declared|inferred|assumed), up, up_source (declared|detected|assumed — assumed only when
-        there is no valid marker data, then +z), first_frame (1-based, as in the header),
+        (declared|inferred|assumed), up, up_source (declared: ``up=``; file: the file's
+        ``POINT:Y_SCREEN`` (with ``X_SCREEN``), warned when the markers stand along another
+        axis; detected: from the marker cloud, without those; assumed only when there is no
+        valid marker data, then +z), first_frame (1-based, as in the header),
         n_points_in_file, n_virtual, processor, parser, subject_parameters (the ``PROCESSING``
         group's numbers, e.g. Plug-in Gait's ``LKneeWidth`` in mm, when the file has them),
         analog_rate (when the file has analog channels), analog_only (True for files with
@@ -707,15 +724,28 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     unit, scale, unit_source = _unit(params, pos[sample][:, ~virt], path)
     pos *= scale
 
+    def signed(a: str) -> str:
+        return a if a[0] == "-" else "+" + a
+
     if R is not None:
         up_name, up_source = str(up).strip().lower(), "declared"
     else:
         det = _detect_up(pos[sample][:, ~virt], [l for l, v in zip(labels, virt) if not v])
-        up_name, up_source = (det, "detected") if det else ("z", "assumed")
+        screen = _screen_up(params)
+        if screen is not None:
+            # the file's word: the marker cloud misjudges a subject lying down, or two
+            # subjects metres apart (its widest spread taken for the vertical)
+            up_name, up_source = screen, "file"
+            if det and det != screen:
+                warnings.warn(f"{path}: the file declares {signed(screen)} up (POINT:Y_SCREEN) "
+                              f"but its markers stand along {signed(det)}; kept the file's, "
+                              f"pass up= to override", stacklevel=2)
+        else:
+            up_name, up_source = (det, "detected") if det else ("z", "assumed")
         R = up_to_zup_matrix(up_name)
-        if det and det != "z":
-            warnings.warn(f"{path}: vertical axis detected as {det if det[0] == '-' else '+' + det}"
-                          f", rotated to +Z; pass up= to override", stacklevel=2)
+        if up_source == "detected" and up_name != "z":
+            warnings.warn(f"{path}: vertical axis detected as {signed(up_name)}, rotated to +Z; "
+                          f"pass up= to override", stacklevel=2)
     if up_name != "z":
         for s in range(0, n_frames, _READ_BLOCK):      # in place, in blocks
             pos[s:s + _READ_BLOCK] = pos[s:s + _READ_BLOCK] @ R.T
