@@ -178,7 +178,10 @@ class Controller:
         self.sim_rot, self.sim_ang = yaw_q.copy(), np.zeros(3)
         self.timer = 0
         self.last_search_vel = np.zeros(3)
-        self.traj_times = np.array(features.spec.trajectory_times, float)
+        # the database's trajectory samples are whole frames ahead (``trajectory_frames``):
+        # predicted at those times, not at the spec's (at 25 fps frames 8 / 17 / 25 are 0.32 /
+        # 0.68 / 1.0 s for 0.333 / 0.666 / 1.0: a query off its own frame's features)
+        self.traj_times = np.array(features.trajectory_frames, float) / features.fps
         self.record = ControllerRecord()
         self.pose = self._db_pose(self.frame)
 
