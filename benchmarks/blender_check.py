@@ -4,7 +4,8 @@
 
 Needs Debian's ``blender`` on PATH (``apt-get install blender``). Runs Blender headless, imports
 the file with default settings (forward -Z, up Y, scale 1), reads every pose bone's head in
-world space at four frames and prints the largest difference from ``read_bvh(...).gpos``.
+world space at four frames and prints the largest difference from ``read_bvh(...).gpos``; and
+where the rest pose puts the hips, head, left foot and left hand (Z up in Blender).
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ res = {}
 for f in frames:
     bpy.context.scene.frame_set(f + 1)          # Blender's first imported frame is 1
     res[f] = {pb.name: list(obj.matrix_world @ pb.head) for pb in obj.pose.bones}
+# the rest pose (the armature's bones as imported): what a T-pose tool sees
+res["rest"] = {b.name: list(obj.matrix_world @ b.head_local) for b in obj.data.bones}
 json.dump(res, open(out, "w"))
 '''
 
@@ -48,10 +51,15 @@ def main() -> None:
         subprocess.run(["blender", "-b", "--python", str(script), "--", str(bvh), str(out),
                         json.dumps(frames)], check=True, capture_output=True)
         got = json.loads(out.read_text())
+    rest = got.pop("rest")
     worst = max(np.abs(np.array(p) * 0.01 - m.gpos[int(f), m.skeleton.index(n)]).max()
                 for f, bones in got.items() for n, p in bones.items())
     print(f"{bvh.name}: {len(m.skeleton)} joints x {len(frames)} frames; "
           f"max |Blender import - physmocap FK| = {worst:.2e} m")
+    # Blender is Z up: a standing rest has its head high and its feet at the floor
+    print("rest pose in Blender (x, y, z cm): " + "; ".join(
+        f"{n} {' '.join(f'{v:.1f}' for v in rest[n])}" for n in
+        ("Hips", "Head", "LeftFoot", "LeftHand") if n in rest))
 
 
 if __name__ == "__main__":
