@@ -166,6 +166,10 @@ def test_small_file_semantics():
     assert np.allclose(m.skeleton.end_sites[1], [0, 0.5, 0])
     crlf = loads_bvh(SMALL.replace("\n", "\r\n"), unit="cm")
     assert np.allclose(crlf.gpos, m.gpos)
+    cr = loads_bvh(SMALL.replace("\n", "\r"), unit="cm")          # old Mac line ends
+    assert np.allclose(cr.gpos, m.gpos)
+    named = loads_bvh(SMALL.replace("End Site", "End Site Tip", 1), unit="cm")
+    assert np.allclose(named.gpos, m.gpos)      # a name after End Site is ignored
 
 
 def test_position_channels_replace_offset():

@@ -81,6 +81,8 @@ def _float(tok: str, path, what: str) -> float:
 
 def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
     """Parse BVH text into a ``BvhFile`` (no conversion). Raises ``FileFormatError``."""
+    if "\r" in text:                     # CRLF, and old Mac files' lone CR line ends
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     m = re.search(r"^\s*MOTION\s*$", text, flags=re.MULTILINE)
     if m is None:
         raise FileFormatError("no MOTION section; is this a BVH file?", path)
@@ -128,6 +130,8 @@ def parse_bvh(text: str, path: object = "<bvh>") -> BvhFile:
             need(2, "End Site")
             pending = -2
             i += 2
+            if i + 1 < n and toks[i] != "{" and toks[i + 1] == "{":
+                i += 1            # a name after End Site (some exporters write one): ignored
         elif t == "{":
             if pending is None:
                 raise FileFormatError("'{' without a ROOT, JOINT or End Site before it", path)
