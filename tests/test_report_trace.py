@@ -35,6 +35,27 @@ def test_rebuilt_trace_reproduces_the_reports_figures(demo_solve):
     assert dict(zip(tr.labels, map(int, gaps))) == rep["gap_frames"]
 
 
+def test_a_solve_told_its_up_axis_is_traced_with_it(demo_solve, tmp_path):
+    """A capture whose file names the wrong vertical (Z; its subject stands along Y), solved
+    with ``--up y``: ``report`` reads it with the solve's axis (kept in the report's ``up``),
+    not the file's, and reproduces the solve's residuals (it read the subject lying down)."""
+    from physmocap.cli import main
+    from physmocap.io.c3d import read_c3d, write_c3d
+    from physmocap.markers import MarkerTrajectories
+    cap = read_c3d(demo_solve["c3d"])
+    to_y = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])            # z -> y
+    yup = MarkerTrajectories(cap.labels, cap.fps, cap.pos @ to_y.T, cap.is_virtual)
+    write_c3d(yup, tmp_path / "yup.c3d")             # (write_c3d declares +Z: wrong here)
+    code = main(["solve", str(tmp_path / "yup.c3d"), "-o", str(tmp_path / "s.bvh"), "--up", "y",
+                 "--report", str(tmp_path / "r.json"), "-q"])
+    assert code == 0
+    tr, rep = trace_from_files(tmp_path / "r.json")
+    assert rep["up"] == "y"
+    rms = np.sqrt(np.nanmean(tr.residual ** 2, axis=0)) * 1000
+    want = np.array([rep["per_marker_rms_mm"][l] for l in tr.labels])
+    np.testing.assert_allclose(rms, want, atol=0.05)
+
+
 def _rest(body, F=3):
     J = len(body.names)
     return Motion(body.skeleton, 60.0, np.tile([0, 0, 1.0], (F, 1)),

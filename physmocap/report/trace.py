@@ -201,7 +201,8 @@ def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 
     # back in the template's joint frames (the file stands its rest along Y; ``rest_turn``):
     # the marker offsets, limits and hinge axes below are in them
     motion = motion.turned_rest(rest_turn(motion.skeleton, _body().skeleton))
-    markers = read_c3d(c3d_path)
+    # with the up axis the solve read it with (a solve told ``--up`` against the file's own)
+    markers = read_c3d(c3d_path, up=rep.get("up"))
     labels = tuple(rep["markers"])
     missing = [l for l in labels if l not in markers.labels]
     if missing:

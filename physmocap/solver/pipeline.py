@@ -456,6 +456,8 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
     inlier = np.where(clipped, np.nan, r)
     return {
         "source": markers.meta.get("path", ""),
+        # the capture's up axis as read (given, declared or detected): ``report`` reads it so
+        "up": markers.meta.get("up"),
         "frames": F, "fps": markers.fps, "markers": list(labels),
         "marker_rms_mm": _mm(np.sqrt(np.nanmean(inlier ** 2))),
         "marker_rms_all_mm": _mm(np.sqrt(np.nanmean(r ** 2))),
