@@ -360,6 +360,30 @@ def test_bend_nan_rows_keep_the_reference_arm(body):
     assert np.allclose(arms.bend((root, lrot), (root, lrot), (root, lrot), t), lrot)
 
 
+def test_a_reach_that_ends_lets_go_of_the_arm_under_the_torque_drive(body):
+    """Fully physical with the balance controller's torque drive, a hand reaches for 0.25 s and
+    then no more: its arm goes back toward the reference. The reaching motors were never
+    switched off, and held the arm where the reach left it (upper arm / forearm / hand 28 /
+    114 / 86° off the reference for the half second after; found by a review helper)."""
+    names = body.names
+    arm = [names.index(n) for n in ("LeftUpperArm", "LeftLowerArm", "LeftHand")]
+    rest = body.skeleton.rest_positions()
+    lrot = quat.identity((len(body),))
+    root = np.array([0.0, 0.0, rest[0, 2] - rest[:, 2].min()])
+    g = forward_kinematics_frame(body.skeleton, lrot, root)[0]
+    reach = np.array([g[arm[0]] + [0.45, 0.0, 0.1], [np.nan] * 3])
+    with Tracker(body, "physical", TrackingSettings(balance=True)) as tr:
+        assert tr.balance.s.drive == "torque"
+        tr.reset(root, lrot[0], lrot)
+        off = []
+        for f in range(45):
+            _, _, lr, _ = tr.step(root, lrot[0], lrot, 1 / 60, reach=reach if f < 15 else None)
+            off.append(np.degrees(np.linalg.norm(quat.to_scaled_axis(quat.abs_w(lr[arm])),
+                                                 axis=-1)))
+    assert off[14][1] > 60.0                     # the forearm bent to reach
+    assert off[-1].max() < 10.0, off[-1]         # and let go: back near the reference
+
+
 def test_arm_reach_errors(body):
     with pytest.raises(UnknownNameError, match="LeftHand, RightHand"):
         ArmReach(Skeleton(["Hips", "Spine"], np.array([-1, 0]), np.zeros((2, 3))))

@@ -488,6 +488,7 @@ class Tracker(Closing):
         self._ref = None
         self._arms = None                        # ``ArmReach``, built at the first ``reach``
         self._reach = None                       # the hands' targets of the frame before
+        self._reach_links: list = []             # links the reaching arms' motors drove
         self._chests = None                      # its distinct chests and joints (with it)
         self.balance = None
         if mode == "physical" and s.balance:
@@ -583,6 +584,7 @@ class Tracker(Closing):
         the fall rule) started afresh; the clock, the frame count and the falls go on."""
         self._ierr = np.zeros(2)                 # integral of the root's horizontal error, m·s
         self._reach = None if reach is None else np.array(reach, float)   # the last targets
+        self._release_reach([])
         if self.holds is not None:
             self.holds.release_all()
         self.char.reset(root_pos, lrot, v, w, ja)
@@ -717,6 +719,7 @@ class Tracker(Closing):
             again = (js, links, [kp[i] for i in links], [forces[i] for i in links])
             if not s.reach_every_step:
                 held = lrot1[js].tolist()     # the frame's bent arms: one target per frame
+        self._release_reach([] if again is None else again[1])
         n, h = self.substeps(dt), self.timestep
         fsum = tsum = 0.0
         assist = self.mode == "assist"
@@ -789,6 +792,20 @@ class Tracker(Closing):
                 "fall": event,
                 "hold_error_m": np.zeros(0) if self.holds is None else self.holds.errors()}
         return root, lrot[0].copy(), lrot, info
+
+    def _release_reach(self, links: list) -> None:
+        """The reaching arms' motors on ``links`` from now on; those on the links they drove
+        before and no longer do switched off under the balance controller's torque drive,
+        whose joint torques never set the motors (they held the arm where its last reach left
+        it, fighting the torques); every other drive sets every joint's motors each step."""
+        bal = self.balance
+        gone = [j for j in self._reach_links if j not in links]
+        if gone and bal is not None and bal.s.drive == "torque":
+            ch = self.char
+            ch.p.setJointMotorControlMultiDofArray(
+                ch.body, gone, ch.p.POSITION_CONTROL, targetPositions=[[0, 0, 0, 1]] * len(gone),
+                forces=[[0.0, 0.0, 0.0]] * len(gone), physicsClientId=ch.client)
+        self._reach_links = list(links)
 
     def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, dt: float,
                      motors: tuple) -> None:
