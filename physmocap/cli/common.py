@@ -132,7 +132,10 @@ _positive_float, _non_negative_float = _finite(True), _finite(False)
 
 
 def _positive_int(text: str) -> int:
-    n = int(text)
+    try:
+        n = int(text)
+    except ValueError:      # (else argparse names this function: "invalid _positive_int")
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
     return n
