@@ -28,8 +28,10 @@ def test_render_errors(demo_solve, tmp_path, monkeypatch, capsys):
         render_motion(motion, tmp_path / "x.avi")
     with pytest.raises(PhysmocapError, match="motion has no frames"):
         render_motion(motion[:0], tmp_path / "x.gif")
-    for bad in (0, -5.0, float("nan"), float("inf")):      # a ZeroDivisionError at 0 before
-        with pytest.raises(PhysmocapError, match="render: fps must be a finite number > 0"):
+    # a ZeroDivisionError at 0 before; Pillow's OverflowError below 0.01 (a GIF frame lasts
+    # at most 655.35 s)
+    for bad in (0, -5.0, float("nan"), float("inf"), 0.001, 1e-300):
+        with pytest.raises(PhysmocapError, match="render: fps must be a finite number >= 0.01"):
             render_motion(motion, tmp_path / "x.gif", fps=bad)
     assert not (tmp_path / "x.gif").exists()
     from matplotlib import animation

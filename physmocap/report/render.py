@@ -29,8 +29,9 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
         raise PhysmocapError("render writes .gif or .mp4", path)
     if motion.n_frames == 0:
         raise PhysmocapError("motion has no frames", motion.meta.get("path"))
-    if bad_number(fps, positive=True):
-        raise PhysmocapError(f"render: fps must be a finite number > 0, got {fps!r}")
+    # (a GIF frame lasts at most 655.35 s: below 0.01 fps Pillow overflowed with a traceback)
+    if bad_number(fps, positive=True) or fps < 0.01:
+        raise PhysmocapError(f"render: fps must be a finite number >= 0.01, got {fps!r}")
     plt = pyplot()
     from matplotlib import animation
     if suffix == ".mp4":
