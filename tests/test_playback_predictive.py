@@ -583,3 +583,8 @@ def test_cli_play_predict_resumes(live_db, tmp_path, capsys, monkeypatch):
         main(args("w")[:-1] + ["--predict-workers", "2"])
     assert e.value.code == 2 and "--predict-workers" in capsys.readouterr().err
     assert not (tmp_path / "w.bvh").exists()
+    # more look-ahead processes than CPUs: 1000 forks on 2 CPUs, stuck on a lock when stopped
+    with pytest.raises(SystemExit) as e:
+        main(args("w") + ["--predict-workers", str(100 * (os.cpu_count() or 1))])
+    assert e.value.code == 2 and "only wait for each other" in capsys.readouterr().err
+    assert not (tmp_path / "w.bvh").exists()

@@ -2,6 +2,7 @@
 scene; the ``--predict`` search's options and checkpoint (``avatar --physics`` shares them)."""
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -190,6 +191,11 @@ def _play_settings(args):
         if getattr(args, opt, None) is not None and not args.predict:
             args.parser.error(f"--{opt.replace('_', '-')} is the --predict search's: it needs "
                               "--predict")
+    n, most = getattr(args, "predict_workers", None), 4 * (os.cpu_count() or 1)
+    if n is not None and n > most:
+        # (1000 forks on 2 CPUs: none faster, and a stop left them stuck on a lock)
+        args.parser.error(f"--predict-workers {n}: more than 4 per CPU only wait for each "
+                          f"other; give at most {most} here")
     if getattr(args, "predict", False) and args.balance != "stepping":
         args.parser.error("--predict chooses --balance stepping's gains: it needs --mode "
                           "physical --balance stepping")
