@@ -473,6 +473,10 @@ def run_batch(input_dir, out_dir, settings: BatchSettings = BatchSettings(), wor
     if out.exists() and not out.is_dir():
         raise PhysmocapError("is a file; batch writes into a folder (made if missing): name one",
                              out)
+    if out == Path(input_dir).resolve():
+        # (its summary, stamps and lock went in among the captures)
+        raise PhysmocapError("is the input folder; batch writes into another: name one, e.g. "
+                             f"{out.name}_solved", out)
     takes = discover(input_dir, out, manifest)
     if not takes:
         raise PhysmocapError("no motion captures (.c3d) found", input_dir)

@@ -123,6 +123,12 @@ def test_discovery_errors(tmp_path):
     with pytest.raises(PhysmocapError, match="is a file; batch writes into a folder"):
         run_batch(tmp_path, tmp_path / "out.bvh")
     assert (tmp_path / "out.bvh").read_text() == "x"
+    # the input folder as the output: refused before anything is written among the captures
+    (tmp_path / "a.c3d").write_bytes(b"")
+    with pytest.raises(PhysmocapError, match="is the input folder"):
+        run_batch(tmp_path, tmp_path / ".")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.c3d", "out.bvh"]
+    (tmp_path / "a.c3d").unlink()
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "a.c3d").write_bytes(b"")
