@@ -56,6 +56,22 @@ def test_a_solve_told_its_up_axis_is_traced_with_it(demo_solve, tmp_path):
     np.testing.assert_allclose(rms, want, atol=0.05)
 
 
+@pytest.mark.parametrize("key, value", [("markers", None), ("markers", [1, 2]),
+                                        ("calibration", "x"), ("foot_skate_mm", {}),
+                                        ("frames", "x"), ("source", 3), ("marker_rms_mm", None),
+                                        ("joint_limit_hits", [])])
+def test_an_edited_report_of_wrong_kinds_is_one_line(demo_solve, tmp_path, key, value):
+    """A report field of the wrong kind (``null``, a string where a table goes, …): one
+    ``FileFormatError`` naming the field (a TypeError or KeyError deep in the page before;
+    found by a CLI probe helper)."""
+    rep = json.loads(demo_solve["json"].read_text())
+    rep[key] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(rep))
+    with pytest.raises(FileFormatError, match=f"not a valid 'physmocap solve' report: '{key}'"):
+        trace_from_files(bad)
+
+
 def _rest(body, F=3):
     J = len(body.names)
     return Motion(body.skeleton, 60.0, np.tile([0, 0, 1.0], (F, 1)),

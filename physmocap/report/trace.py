@@ -174,6 +174,48 @@ def solve_files(report_path, rep: dict, bvh=None, c3d=None) -> tuple[Path, Path]
     return locate(bvh, "output", "bvh"), locate(c3d, "source", "c3d")
 
 
+_NUMBER = (int, float)
+_NONE = type(None)
+#: The kinds of a ``solve`` report's fields this page reads (an edited report with ``null`` or
+#: a string where a list or table goes raised a TypeError deep in the page).
+_REPORT_KINDS = {
+    "markers": (list,), "output": (str,), "source": (str,), "markerset": (str,),
+    "body": (str,), "up": (str, _NONE), "static": (str, _NONE), "c3d_out": (str, _NONE),
+    "frames": (int,), "fps": _NUMBER, "resumed": (list,), "marker_max_mm": (*_NUMBER, _NONE),
+    **{k: _NUMBER for k in (
+        "marker_rms_mm", "marker_rms_all_mm", "kinematic_rms_mm", "kinematic_rms_all_mm",
+        "frames_over_40mm", "frames_over_40mm_all", "substeps_median", "solve_seconds",
+        "frames_per_second")},
+    **{k: (dict,) for k in (
+        "per_marker_rms_mm", "gap_frames", "outlier_frames", "foot_plant_frames",
+        "foot_skate_mm", "joint_limit_hits", "calibration", "seconds", "hand_holds",
+        "toes_bent", "damage", "plug_in_gait_segments")},
+}
+_KIND_NAMES = {list: "a list", str: "a string", int: "a number", float: "a number",
+               dict: "a table", _NONE: "null"}
+
+
+def _check_report(rep: dict, path) -> None:
+    """``FileFormatError`` (one line) naming the first field of a ``solve`` report that is not
+    of its kind, or a marker label that is not a string."""
+    for key, kinds in _REPORT_KINDS.items():
+        if key not in rep:
+            continue
+        v = rep[key]
+        if not isinstance(v, kinds) or isinstance(v, bool):
+            want = " or ".join(dict.fromkeys(_KIND_NAMES[k] for k in kinds))
+            raise FileFormatError(f"not a valid 'physmocap solve' report: {key!r} must be "
+                                  f"{want}, got {json.dumps(v)[:40]}; write it again with "
+                                  f"physmocap solve --report", path)
+    skate = rep.get("foot_skate_mm", {"mean": 0, "max": 0})
+    if not all(isinstance(skate.get(k), _NUMBER) for k in ("mean", "max")):
+        raise FileFormatError("not a valid 'physmocap solve' report: 'foot_skate_mm' must give "
+                              "'mean' and 'max' numbers", path)
+    if not all(isinstance(m, str) for m in rep["markers"]):
+        raise FileFormatError("not a valid 'physmocap solve' report: 'markers' must list "
+                              "marker labels (strings)", path)
+
+
 def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 0.04,
                      ) -> tuple[SolveTrace, dict]:
     """Rebuild the trace from a ``solve`` JSON report and the BVH and C3D it names.
@@ -195,6 +237,7 @@ def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 
     if not isinstance(rep, dict) or "markers" not in rep or "output" not in rep:
         raise FileFormatError("not a 'physmocap solve' report (no 'markers'/'output')",
                               report_path)
+    _check_report(rep, report_path)
 
     bvh_path, c3d_path = solve_files(report_path, rep, bvh, c3d)
     motion = read_bvh(bvh_path, unit="cm")       # solve writes cm, Y up (its default)
