@@ -479,6 +479,14 @@ def test_solve_rejects_a_capture_without_a_known_marker_set(data_dir, tmp_path, 
     assert not (tmp_path / "o.bvh").exists()
 
 
+def test_demo_of_a_clip_it_lacks_is_one_line_and_leaves_no_folder(tmp_path, capsys):
+    """``demo --clip`` naming no clip of pybullet_data: one line, exit 1, and no empty output
+    folder left behind (found by a CLI probe helper)."""
+    code, out, err = run(["demo", "--clip", "nosuch.txt", "-o", str(tmp_path / "dm")], capsys)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "nosuch" in err
+    assert not (tmp_path / "dm").exists()
+
+
 def test_solve_writes_bvh_report_and_clean_c3d(data_dir, tmp_path, capsys):
     from physmocap.io.bvh import read_bvh
     from physmocap.io.c3d import read_c3d

@@ -156,8 +156,8 @@ def cmd_demo(args) -> int:
     from ..io.c3d import read_c3d, write_c3d
 
     out = Path(args.output)
+    capture, truth = make_demo_capture(args.clip)   # (a clip it lacks: no empty folder left)
     out.mkdir(parents=True, exist_ok=True)
-    capture, truth = make_demo_capture(args.clip)
     c3d_path = out / "capture.c3d"
     write_c3d(capture, c3d_path)
     write_bvh(truth, out / "truth.bvh")
