@@ -10,7 +10,7 @@ import numpy as np
 from . import quat
 from ._arrays import frozen
 from .errors import ShapeError
-from .skeleton import Skeleton, forward_kinematics
+from .skeleton import Skeleton, forward_kinematics, rest_turn
 
 __all__ = ["Motion"]
 
@@ -102,6 +102,12 @@ class Motion:
         lrot = quat.mul(quat.mul(c, self.lrot), quat.conj(c))
         lrot[:, 0] = quat.mul(self.lrot[:, 0], quat.conj(c))
         return replace(self, skeleton=self.skeleton.turned(C), lrot=quat.normalize(lrot))
+
+    def in_frames_of(self, skeleton: Skeleton) -> "Motion":
+        """This motion on ``skeleton``'s joint frames (``turned_rest`` by ``rest_turn``): a
+        body's motion written to a BVH (``write_bvh`` stands its rest up) and read back comes
+        back to the body's frames; any other motion is itself."""
+        return self.turned_rest(rest_turn(self.skeleton, skeleton))
 
     def lrot_unrolled(self) -> np.ndarray:
         """``(F, J, 4)`` local rotations with signs made continuous over time."""

@@ -36,7 +36,7 @@ from ..errors import (SettingsError, ShapeError, bad_number, require_counts, req
                       require_numbers, require_type)
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
-from ..skeleton import forward_kinematics_frame, rest_turn
+from ..skeleton import forward_kinematics_frame
 from .balance import BalanceController, BalanceSettings
 from .character import Character
 from .environment import Holds, add_objects
@@ -987,13 +987,6 @@ def path_walked_m(xy, fps: float, every_s: float = 1.0) -> float:
     return float(np.linalg.norm(np.diff(xy[idx], axis=0), axis=1).sum())
 
 
-def _in_body_frames(motion: Motion, body: BodyTemplate) -> Motion:
-    """``motion`` on ``body``'s joint frames: a body motion written to a BVH (``write_bvh``
-    stands its rest along the file's up axis) and read back has its frames turned; turned
-    back here (``rest_turn``), else as it is."""
-    return motion.turned_rest(rest_turn(motion.skeleton, body.skeleton))
-
-
 def _on_template(motion: Motion, body: BodyTemplate) -> BodyTemplate:
     """The body to simulate ``motion`` with: ``body`` itself, or ``body`` on the motion's own
     limb lengths when it has the template's joints (a solved capture: the subject's body)."""
@@ -1019,7 +1012,8 @@ def prepare_reference(motion: Motion, body: BodyTemplate | None, mode: str,
         raise SettingsError(f"unknown tracking mode {mode!r}; known: {', '.join(MODES)}")
     # a path, say: an AttributeError below
     require_type("track", motion, Motion, "read_bvh(PATH), read_deepmimic(PATH)")
-    motion = _in_body_frames(motion, body)
+    # a body's motion read back from a BVH: in the body's joint frames again
+    motion = motion.in_frames_of(body.skeleton)
     body = _on_template(motion, body)
     ref = motion
     # 0 played the clip once anyway, 1.5 raised a TypeError inside loop_motion
@@ -1196,7 +1190,7 @@ def on_body(motion: Motion, body: BodyTemplate) -> Motion:
     motion of fewer than 2 frames, before retargeting reads its first."""
     _two_frames(motion)
     if motion.skeleton.names == body.skeleton.names:
-        return _in_body_frames(motion, body)
+        return motion
     from ..matching.retarget import retarget     # matching is pure numpy; no cycle
     return retarget(motion, body.skeleton)
 

@@ -18,7 +18,6 @@ from .. import quat
 from ..errors import FileFormatError, PhysmocapError
 from ..markers import MarkerSet
 from ..motion import Motion
-from ..skeleton import rest_turn
 
 __all__ = ["SolveTrace", "trace_from_result", "trace_from_files", "solve_files", "joint_angles",
            "limit_hits", "fit_marker_offsets", "ANGLE_JOINTS"]
@@ -243,7 +242,7 @@ def trace_from_files(report_path, bvh=None, c3d=None, outlier_distance: float = 
     motion = read_bvh(bvh_path, unit="cm")       # solve writes cm, Y up (its default)
     # back in the template's joint frames (the file stands its rest along Y; ``rest_turn``):
     # the marker offsets, limits and hinge axes below are in them
-    motion = motion.turned_rest(rest_turn(motion.skeleton, _body().skeleton))
+    motion = motion.in_frames_of(_body().skeleton)
     # with the up axis the solve read it with (a solve told ``--up`` against the file's own)
     markers = read_c3d(c3d_path, up=rep.get("up"))
     labels = tuple(rep["markers"])
