@@ -191,11 +191,16 @@ class Character:
             p.changeDynamics(b, j - 1, localInertiaDiagonal=inertia[j], lateralFriction=friction,
                              physicsClientId=c)
         self.links = list(range(J - 1))
-        # default spherical motors off
-        p.setJointMotorControlMultiDofArray(b, self.links, p.POSITION_CONTROL,
-                                            targetPositions=[[0, 0, 0, 1]] * (J - 1),
-                                            forces=[[0, 0, 0]] * (J - 1), physicsClientId=c)
+        self.motors_off(self.links)             # PyBullet's default spherical motors
         self.foot_links = tuple(set(j - 1 for j in side) for side in self.feet)
+
+    def motors_off(self, links: list) -> None:
+        """The spherical motors of ``links`` (link indices) switched off (force 0), so that
+        joint torques alone drive those joints."""
+        n = len(links)
+        self.p.setJointMotorControlMultiDofArray(
+            self.body, links, self.p.POSITION_CONTROL, targetPositions=[[0, 0, 0, 1]] * n,
+            forces=[[0, 0, 0]] * n, physicsClientId=self.client)
 
     @staticmethod
     def feet_of(body: BodyTemplate):

@@ -801,10 +801,7 @@ class Tracker(Closing):
         bal = self.balance
         gone = [j for j in self._reach_links if j not in links]
         if gone and bal is not None and bal.s.drive == "torque":
-            ch = self.char
-            ch.p.setJointMotorControlMultiDofArray(
-                ch.body, gone, ch.p.POSITION_CONTROL, targetPositions=[[0, 0, 0, 1]] * len(gone),
-                forces=[[0.0, 0.0, 0.0]] * len(gone), physicsClientId=ch.client)
+            self.char.motors_off(gone)
         self._reach_links = list(links)
 
     def _reach_again(self, reach, a: float, ref0: tuple, ref1: tuple, dt: float,
