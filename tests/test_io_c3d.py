@@ -229,9 +229,10 @@ def test_dance_goes_through_the_lenient_child(data_dir, monkeypatch):
     called = []
     real = c3dmod._load_in_child
     monkeypatch.setattr(c3dmod, "_load_in_child", lambda *a: called.append(a) or real(*a))
-    with pytest.raises(FileFormatError, match="lenient parser"):
+    with pytest.raises(FileFormatError, match="both parsers: ValueError: OFFSET") as err:
         read_c3d(data_dir / "c3d-odd/Dance.c3d")
     assert called
+    assert str(err.value).count("OFFSET parameter is not an INT") == 1  # said once, not twice
 
 
 def test_lenient_child_transports_data_exactly(data_dir, monkeypatch):
@@ -257,8 +258,9 @@ def test_child_crash_or_hang_is_a_file_format_error(data_dir, monkeypatch, code,
         pytest.skip("POSIX signals")
     monkeypatch.setattr(c3dmod, "_child_command", lambda p, out: [sys.executable, "-c", code])
     monkeypatch.setattr(c3dmod, "CHILD_TIMEOUT", 1.0)
-    with pytest.raises(FileFormatError, match=match):
+    with pytest.raises(FileFormatError, match=match) as err:
         read_c3d(data_dir / "c3d-odd/Dance.c3d")
+    assert "strict parser: ValueError: OFFSET" in str(err.value)  # the two reasons differ
 
 
 # ---------------------------------------------------------------------------------- crafted headers

@@ -244,22 +244,24 @@ def _load_in_child(path: Path, strict_error: str) -> dict:
     root = str(Path(__file__).resolve().parents[2])  # folder holding the physmocap package
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    corrupt = ("the parameter section is corrupt or non-standard (strict parser: "
-               f"{strict_error}; lenient parser: {{how}}); re-export the file from the capture "
-               "software")
+    def corrupt(how: str) -> str:
+        # Both parsers often fail for the same reason: say it once.
+        why = (f"both parsers: {how}" if how == strict_error
+               else f"strict parser: {strict_error}; lenient parser: {how}")
+        return (f"the parameter section is corrupt or non-standard ({why}); re-export the file "
+                "from the capture software")
     with tempfile.TemporaryDirectory(prefix="physmocap-c3d-") as tmp:
         out = os.path.join(tmp, "points.npz")
         try:
             proc = subprocess.run(
                 _child_command(path, out), capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=env)
         except subprocess.TimeoutExpired:
-            raise FileFormatError(corrupt.format(how=f"hung for {CHILD_TIMEOUT:g} s"), path) from None
+            raise FileFormatError(corrupt(f"hung for {CHILD_TIMEOUT:g} s"), path) from None
         if proc.returncode < 0:
-            raise FileFormatError(corrupt.format(how=f"crashed with signal {-proc.returncode}"),
-                                  path)
+            raise FileFormatError(corrupt(f"crashed with signal {-proc.returncode}"), path)
         if proc.returncode != 0 or not os.path.exists(out):
             why = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-            raise FileFormatError(corrupt.format(how=why), path)
+            raise FileFormatError(corrupt(why), path)
         return _c3d_child.load_npz(out)
 
 
