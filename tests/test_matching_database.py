@@ -369,6 +369,8 @@ def test_build_errors(bandai10, data_dir):
         build_database([still], contact_joints=("B", "C"))        # both on one leg
     with pytest.raises(ShapeError, match="fps must be a positive number"):
         resample(m, float("nan"))
+    with pytest.raises(ShapeError, match="fps must be at most 1000 .*, got 1e[+]09"):
+        build_database([m], fps=1e9)     # before resampling asks for terabytes
 
 
 def test_database_type_checks_its_arrays(db60):

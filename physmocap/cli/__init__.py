@@ -226,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add_mm("build", cmd_mm_build, "build a pose database from BVH clips")
     sp.add_argument("clips", nargs="+", help="BVH files or folders of them")
     sp.add_argument("-o", "--output", required=True, help="database file (.npz)")
-    sp.add_argument("--fps", type=float, default=60.0, help="database rate (default 60)")
+    sp.add_argument("--fps", type=_positive_float, default=60.0,
+                    help="database rate (default 60, at most 1000)")
     sp.add_argument("--mirror", action="store_true", help="add mirrored copies of every clip")
     sp.add_argument("--unit", help="BVH length unit (default: inferred per file)")
     sp.add_argument("--stand", metavar="CLIP.bvh[:FRAME]",

@@ -45,6 +45,7 @@ SIM_ROOT = "Simulation"
 #: Format tag and version stored in every saved database.
 FORMAT = "physmocap.PoseDatabase"
 VERSION = 2     # 2: the source files' up axis (``up``)
+MAX_FPS = 1000.0    # database rate, frames/s: optical capture rarely exceeds it
 
 #: Common toe / foot joint names, tried in order (CMU, Mixamo, Bandai-Namco, games105, HumanBodyBones).
 TOE_NAMES = {
@@ -606,7 +607,8 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     Args:
         motions: clips sharing one skeleton structure (same joint names and parents).
         names: clip names; default: the stem of ``meta['path']`` or ``clip<i>``.
-        fps: database rate; every clip is resampled to it (any input rate).
+        fps: database rate, at most ``MAX_FPS``; every clip is resampled to it (any input
+            rate).
         mirror: also add each clip mirrored (left/right swapped), right after it.
         tags: clip name -> tags; default: parsed from the clip names (``tags_from_name``).
             Mirrored clips get their source's tags with ``left`` and ``right`` swapped.
@@ -633,6 +635,9 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
     fps = float(fps)
     if not np.isfinite(fps) or fps <= 0:
         raise ShapeError(f"fps must be a positive number, got {fps!r}")
+    if fps > MAX_FPS:   # (1e9 asked numpy for 346 TiB and blamed the memory)
+        raise ShapeError(f"fps must be at most {MAX_FPS:g} (a database rate above the display's "
+                         f"adds frames, not motion), got {fps:g}")
     for i, m in enumerate(motions):     # (before the first's skeleton is read)
         require_type(f"build_database: motion {i}", m, Motion, "read_bvh(PATH)")
     sk = motions[0].skeleton
