@@ -393,12 +393,20 @@ def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
     def greedy(args):
         raise MemoryError("Unable to allocate 1.31 TiB for an array with shape (60000000000, 3) "
                           "and data type float64")
-    monkeypatch.setattr(cli, "cmd_inspect", greedy)
-    code, out, err = run(["inspect", "f.c3d"], capsys)
+    monkeypatch.setattr(cli, "cmd_play", greedy)
+    code, out, err = run(["play", "db.npz", "--input", "walk", "--duration", "1e9", "-o", "o.bvh"],
+                         capsys)
     assert code == 1 and err == ("physmocap: error: not enough memory (Unable to allocate 1.31 "
                                  "TiB for an array with shape (60000000000, 3) and data type "
                                  "float64); ask for less (a shorter --duration, a smaller "
                                  "input)\n")
+    # a command without --duration is not told to shorten it (mm build once was)
+    monkeypatch.setattr(cli, "cmd_mm_build", greedy)
+    code, out, err = run(["mm", "build", "a.bvh", "-o", "db.npz"], capsys)
+    assert code == 1 and err.endswith("; ask for less (a lower --fps, a smaller input)\n")
+    monkeypatch.setattr(cli, "cmd_inspect", greedy)
+    code, out, err = run(["inspect", "f.c3d"], capsys)
+    assert code == 1 and err.endswith("; ask for less (a smaller input)\n")
 
 
 def test_a_head_track_given_as_input_scene_points_to_a_scene(tmp_path, capsys):

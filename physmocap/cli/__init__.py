@@ -45,6 +45,14 @@ EXAMPLES = {
 }
 
 
+def _less(args) -> str:
+    """What a command that ran out of memory could ask for less of: only the options it has
+    (``mm build`` has no ``--duration``), then a smaller input."""
+    options = [f"a {word} --{name}" for name, word in (("duration", "shorter"), ("fps", "lower"))
+               if name in vars(args)]
+    return ", ".join(options + ["a smaller input"])
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).splitlines())
 
@@ -315,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except MemoryError as exc:  # numpy says how much it asked for: a --duration of 1e9 s
         print(f"physmocap: error: not enough memory ({_one_line(exc) or 'MemoryError'}); ask "
-              "for less (a shorter --duration, a smaller input)", file=sys.stderr)
+              f"for less ({_less(args)})", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
