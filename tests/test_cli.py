@@ -338,6 +338,24 @@ def test_an_output_named_for_another_format_is_one_line(args, match, data_dir, t
     assert list(tmp_path.iterdir()) == []                                  # nothing written
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (no file can be made in it)")
+@pytest.mark.parametrize("flag", ["-o", "--report", "--c3d-out"])
+def test_solve_refuses_an_unwritable_output_before_solving(data_dir, tmp_path, capsys,
+                                                           monkeypatch, flag):
+    """The solve ran for minutes, then failed at the write (even root cannot write in /proc)."""
+    import physmocap.cli.solve as cli_solve
+    monkeypatch.setattr(cli_solve, "solve_and_write", lambda *a, **k: pytest.fail("solved"))
+    outputs = {"-o": str(tmp_path / "o.bvh")}
+    outputs[flag] = {"-o": "/proc/x.bvh", "--report": "/proc/x.json",
+                     "--c3d-out": "/proc/x.c3d"}[flag]
+    argv = ["solve", str(data_dir / "c3d/cmu/01_01.c3d")] + [a for kv in outputs.items()
+                                                              for a in kv]
+    code, out, err = run(argv, capsys)
+    assert code == 1 and err.startswith(f"physmocap: error: {outputs[flag]}: cannot write in "
+                                        "folder /proc (") and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_avatar_takes_one_database(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         run(["avatar", "a.npz", "b.npz", "--tracking", "t.csv", "-o", str(tmp_path / "o.bvh")],

@@ -101,3 +101,22 @@ def test_an_output_path_that_is_a_folder_is_one_line(tmp_path):
     with pytest.raises(PhysmocapError, match="is a folder; name the output file"):
         atomic_write_text(tmp_path / "out.bvh", "x")
     assert [p.name for p in tmp_path.iterdir()] == ["out.bvh"]
+
+
+def test_an_unwritable_output_folder_is_named(tmp_path, monkeypatch):
+    """The OSError named the temporary file (``.out.bvh.k2j3.bvh.tmp``), which nobody chose."""
+    import tempfile
+
+    from physmocap.io.atomic import atomic_write_text, check_writable
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".out.bvh.x.bvh.tmp"))
+    monkeypatch.setattr(tempfile, "mkstemp", refused)      # (root may write a 0500 folder)
+    for call in (check_writable, lambda p: atomic_write_text(p, "x")):
+        with pytest.raises(PhysmocapError) as err:
+            call(tmp_path / "out.bvh")
+        assert str(err.value) == (f"{tmp_path / 'out.bvh'}: cannot write in folder {tmp_path} "
+                                  "(Permission denied); choose another output folder")
+    monkeypatch.undo()
+    check_writable(tmp_path / "out.bvh")                # a writable folder: nothing left in it
+    assert list(tmp_path.iterdir()) == []

@@ -40,11 +40,15 @@ def refuse_misnamed(**outputs) -> None:
 
 
 def refuse_overwrite(inputs, outputs) -> None:
-    """Inputs are never modified: an output path naming an input file is an error."""
+    """Inputs are never modified: an output path naming an input file is an error. So is an
+    output that could not be written (a missing or read-only folder): said now, not after
+    the minutes of work that would have filled it."""
+    from ..io.atomic import check_writable
     ins = [Path(p) for p in inputs if p is not None and Path(p).is_file()]
     for out in (Path(o) for o in outputs if o is not None):
         if out.exists() and any(os.path.samefile(out, i) for i in ins):
             raise PhysmocapError("output would overwrite an input file; choose another name", out)
+        check_writable(out)
 
 
 def _scene_files(name, kind: str) -> list:
