@@ -462,6 +462,14 @@ def test_first_frame_number_is_kept(rng, tmp_path):
     assert back.meta["first_frame"] == 331 and back.pos.shape == mk.pos.shape
     write_c3d(_synthetic(rng), tmp_path / "one.c3d")            # none given: frame 1
     assert read_c3d(tmp_path / "one.c3d", up="z").meta["first_frame"] == 1
+    # past 65535 (a cleaned excerpt of a long take): the header's word cannot hold it, TRIAL
+    # does (it was read back as 1)
+    late = MarkerTrajectories(mk.labels, mk.fps, mk.pos, mk.is_virtual, mk.subject,
+                              {"first_frame": 70_001})
+    write_c3d(late, tmp_path / "late.c3d")
+    back = read_c3d(tmp_path / "late.c3d", up="z", points="all")
+    assert back.meta["first_frame"] == 70_001 and back.pos.shape == mk.pos.shape
+    np.testing.assert_allclose(back.pos, mk.pos, atol=1e-6, equal_nan=True)
 
 
 def test_a_take_of_no_frames_is_refused(rng, tmp_path):

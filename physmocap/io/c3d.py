@@ -363,6 +363,14 @@ def _word_pair(values) -> int | None:
     return (lo & 0xFFFF) | ((hi & 0xFFFF) << 16)
 
 
+def _first_frame(hdr: dict, params: dict) -> int:
+    """The take's first frame number (1-based): the header's 16-bit word, or past 65535
+    (which that word cannot hold) TRIAL:ACTUAL_START_FIELD, as Vicon and ``write_c3d`` put it.
+    Every real file read here states both alike below 65536."""
+    trial = _word_pair(_param(params, "TRIAL", "ACTUAL_START_FIELD") or [])
+    return trial if trial is not None and trial > 0xFFFF else int(hdr["first_frame"])
+
+
 def _long_take_frames(path: Path, hdr: dict, params: dict) -> int:
     """Frames the data section really holds when the 16-bit counts are saturated.
 
@@ -754,7 +762,7 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
 
     meta = {
         "path": str(path), "format": "c3d", "unit": unit, "unit_source": unit_source,
-        "up": up_name, "up_source": up_source, "first_frame": int(hdr["first_frame"]),
+        "up": up_name, "up_source": up_source, "first_frame": _first_frame(hdr, params),
         "n_points_in_file": n, "n_virtual": int(virt.sum()), "processor": hdr["processor"],
         "parser": parser,
     }
