@@ -768,7 +768,9 @@ class Tracker(Closing):
         root, lrot = self.char.pose()
         self._sim = (root, lrot)
         feet, pen = self.char.contacts()
-        head_z = p.getLinkState(b, self.head - 1, physicsClientId=c)[4][2]
+        # (without forward kinematics PyBullet returns the link's place one substep old)
+        head_z = p.getLinkState(b, self.head - 1, computeForwardKinematics=True,
+                                physicsClientId=c)[4][2]
         self.frame += 1
         self.time += n * h
         low = root[2] < s.fall_root_ratio * pos1[2] or head_z < s.fall_head_height

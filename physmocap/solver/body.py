@@ -236,8 +236,9 @@ class PhysicsBody:
         return q
 
     def set_joint_torques(self, ball_torques: np.ndarray) -> None:
-        """Joint torques ``(len(ball), 3)`` N·m on the ball joints, in each joint's frame, held
-        until changed (they act equal and opposite on child and parent)."""
+        """Joint torques ``(len(ball), 3)`` N·m on the ball joints, in each joint's frame (they
+        act equal and opposite on child and parent), for the next physics step only: PyBullet
+        clears them after each step, so set them before every step."""
         if self.ball:
             self.p.setJointMotorControlMultiDofArray(
                 self.body, [j - 1 for j in self.ball], self.p.TORQUE_CONTROL,
