@@ -20,9 +20,21 @@ def test_rebuilt_trace_reproduces_the_reports_figures(demo_solve):
     tr, rep = trace_from_files(demo_solve["json"])
     assert tr.n_frames == rep["frames"] and tr.labels == tuple(rep["markers"])
     rms = np.sqrt(np.nanmean(tr.residual ** 2, axis=0)) * 1000
-    want = np.array([rep["per_marker_rms_mm"][l] for l in tr.labels])
+    want = np.array([rep["per_marker_rms_all_mm"][l] for l in tr.labels])
     # The offsets are stored to 0.01 mm and the BVH to 1e-6 cm: agreement to 0.05 mm.
     np.testing.assert_allclose(rms, want, atol=0.05)
+    # per marker as overall, without the outliers: the swapped knee's RMS was its outliers'
+    inlier = np.where(tr.outliers, np.nan, tr.residual)
+    rms_in = np.sqrt(np.nanmean(inlier ** 2, axis=0)) * 1000
+    np.testing.assert_allclose(rms_in, [rep["per_marker_rms_mm"][l] for l in tr.labels],
+                               atol=0.05)
+    knee = tr.labels.index("LKNE")
+    assert rep["per_marker_rms_all_mm"]["LKNE"] > 5 * rep["per_marker_rms_mm"]["LKNE"]
+    assert rms_in[knee] < 10
+    # frames with a marker over 40 mm: the swap's are explained, so fewer are left unexplained
+    over = (np.nan_to_num(tr.residual) > 0.040).any(axis=1).sum()
+    assert rep["frames_over_40mm_all"] == over > 0
+    assert 0 <= rep["frames_over_40mm_unexplained"] < over
     assert {l: int(n) for l, n in zip(tr.labels, tr.outliers.sum(0)) if n} == rep["outlier_frames"]
     assert dict(zip(tr.plant_labels, map(int, tr.plants.sum(0)))) == rep["foot_plant_frames"]
     names = tr.motion.skeleton.names
@@ -44,15 +56,16 @@ def test_a_solve_told_its_up_axis_is_traced_with_it(demo_solve, tmp_path):
     from physmocap.markers import MarkerTrajectories
     cap = read_c3d(demo_solve["c3d"])
     to_y = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])            # z -> y
-    yup = MarkerTrajectories(cap.labels, cap.fps, cap.pos @ to_y.T, cap.is_virtual)
+    yup = MarkerTrajectories(cap.labels, cap.fps, cap.pos @ to_y.T, cap.is_virtual,
+                             meta={"first_frame": 50})      # (and a take that began at 50)
     write_c3d(yup, tmp_path / "yup.c3d")             # (write_c3d declares +Z: wrong here)
     code = main(["solve", str(tmp_path / "yup.c3d"), "-o", str(tmp_path / "s.bvh"), "--up", "y",
                  "--report", str(tmp_path / "r.json"), "-q"])
     assert code == 0
     tr, rep = trace_from_files(tmp_path / "r.json")
-    assert rep["up"] == "y"
+    assert rep["up"] == "y" and rep["first_frame"] == 50
     rms = np.sqrt(np.nanmean(tr.residual ** 2, axis=0)) * 1000
-    want = np.array([rep["per_marker_rms_mm"][l] for l in tr.labels])
+    want = np.array([rep["per_marker_rms_all_mm"][l] for l in tr.labels])
     np.testing.assert_allclose(rms, want, atol=0.05)
 
 

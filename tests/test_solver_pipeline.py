@@ -99,3 +99,19 @@ def test_a_subject_looking_ahead_solves_with_a_level_head(data_dir):
     head = res.motion.grot[:, res.motion.skeleton.index("Head")]
     pitch = np.degrees(np.arcsin(quat.rotate(head, np.array([1.0, 0.0, 0.0]))[:, 2]))
     assert abs(np.median(pitch)) < 5 and "Head" not in res.report["joint_limit_hits"]
+
+
+def test_frames_over_40mm_left_unexplained_by_the_damage_report():
+    """The figure the real-capture target asks for ("no frame with a marker error over 40 mm
+    except where the capture itself is wrong"): it counted inlier samples over 40 mm, and an
+    inlier is a sample within 40 mm, so it was 0 for any capture."""
+    from physmocap.solver.pipeline import _unexplained_frames
+    r = np.full((10, 3), 0.005)
+    r[2:5, 0] = r[2:5, 1] = 0.2          # a swap of A and B
+    r[3, 2] = 0.05                        # C far off in one of its frames: not explained
+    r[7, 2] = 0.3                         # a ghost of C
+    r[8, 0] = np.nan                      # missing is not far
+    damage = {"swaps": [{"markers": ["A", "B"], "frames": [2, 5]}],
+              "ghosts": [{"marker": "C", "frames": [7, 8]}]}
+    assert _unexplained_frames(r, damage, ["A", "B", "C"], 0.04) == 1
+    assert _unexplained_frames(r, {"swaps": [], "ghosts": []}, ["A", "B", "C"], 0.04) == 4

@@ -59,8 +59,10 @@ def solve_and_write(markers, output: Path, markerset: str = "auto", body_name: s
     return report
 
 
-def _damage_lines(d: dict | None) -> list[str]:
-    """What was wrong with the capture, in a few lines (the JSON report has every interval)."""
+def _damage_lines(d: dict | None, first_frame: int = 1) -> list[str]:
+    """What was wrong with the capture, in a few lines (the JSON report has every interval,
+    as 0-based indices); frames numbered as the capture numbers them (``first_frame`` + index),
+    so that they can be found in Nexus or Mokka."""
     if not d:
         return []
     s = d["summary"]
@@ -75,8 +77,8 @@ def _damage_lines(d: dict | None) -> list[str]:
     for kind, key in (("swap", "swaps"), ("ghost", "ghosts")):
         for e in d[key][:3]:
             who = "/".join(e["markers"]) if "markers" in e else e["marker"]
-            out.append(f"{kind}: {who} frames {e['frames'][0]}-{e['frames'][1] - 1} "
-                       f"({e['action']})")
+            out.append(f"{kind}: {who} capture frames {first_frame + e['frames'][0]}-"
+                       f"{first_frame + e['frames'][1] - 1} ({e['action']})")
         if len(d[key]) > 3:
             out.append(f"... {len(d[key]) - 3} more {key} in the report")
     if s.get("frame_rate_suspect"):
@@ -90,7 +92,8 @@ def _print_solve(rep: dict) -> None:
           f"{len(rep['markers'])} markers ({rep['markerset']})")
     print(f"  marker RMS {rep['marker_rms_mm']:.1f} mm without outliers (kinematic optimum "
           f"{rep['kinematic_rms_mm']:.1f} mm), {rep['marker_rms_all_mm']:.1f} mm with them; "
-          f"{rep['frames_over_40mm']} frames with an inlier marker over 40 mm")
+          f"{rep['frames_over_40mm_all']} frames with a marker over 40 mm, "
+          f"{rep['frames_over_40mm_unexplained']} of them not a swap or ghost")
     skate = rep["foot_skate_mm"]
     print(f"  foot plants {sum(rep['foot_plant_frames'].values())} marker-frames, skate "
           f"mean {skate['mean']:.2f} mm/frame (max {skate['max']:.2f})")
@@ -100,7 +103,7 @@ def _print_solve(rep: dict) -> None:
     for name, h in rep.get("hand_holds", {}).items():
         print(f"  hold {name}: {h['frames']} frames, palm {h['error_mm_mean']:.1f} mm from the "
               f"object (max {h['error_mm_max']:.1f})")
-    for line in _damage_lines(rep.get("damage")):
+    for line in _damage_lines(rep.get("damage"), rep.get("first_frame", 1)):
         print("  " + line)
     pig = rep.get("plug_in_gait_segments")
     if pig:

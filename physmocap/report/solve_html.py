@@ -206,7 +206,9 @@ def key_frames(tr: SolveTrace, n: int = 4) -> list[int]:
     return frames
 
 
-def fig_keyframes(tr: SolveTrace, frames: list[int]):
+def fig_keyframes(tr: SolveTrace, frames: list[int], first_frame: int = 1):
+    """Stills of ``frames`` (0-based indices), titled with the capture's own frame numbers
+    (``first_frame`` + index, as Nexus or Mokka shows them)."""
     plt = pyplot()
     sk = tr.motion.skeleton
     gpos = tr.motion.gpos
@@ -225,12 +227,20 @@ def fig_keyframes(tr: SolveTrace, frames: list[int]):
             ax.plot(*np.stack([tr.pos[f, m], tr.solved[f, m]]).T, color="#d62728", lw=0.8)
         frame_still(ax, g)
         rr = tr.residual[f, fit]
-        ax.set_title(f"frame {f} ({f / tr.fps:.2f} s)\nmax residual "
+        ax.set_title(f"frame {first_frame + f} ({f / tr.fps:.2f} s)\nmax residual "
                      f"{1000 * rr.max() if rr.size else 0:.1f} mm", fontsize=9)
     fig.suptitle("solved body (grey), captured markers (blue; red = outlier), residual lines "
                  "(red), gap-filled landmarks (x)", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _over_40mm(rep: dict) -> str | None:
+    """``"N (K)"``: frames with a marker over 40 mm, and of them those the damage report does
+    not explain; a report from before ``frames_over_40mm_unexplained`` gives what it has."""
+    if "frames_over_40mm_unexplained" in rep:
+        return f"{rep.get('frames_over_40mm_all')} ({rep['frames_over_40mm_unexplained']})"
+    return None if "frames_over_40mm_all" not in rep else str(rep["frames_over_40mm_all"])
 
 
 def _summary_rows(rep: dict) -> list[tuple[str, str]]:
@@ -243,7 +253,7 @@ def _summary_rows(rep: dict) -> list[tuple[str, str]]:
              f"{rep.get('marker_rms_all_mm', float('nan')):.2f} mm"),
             ("kinematic optimum RMS", g("kinematic_rms_mm", "{:.2f} mm")),
             ("max residual", g("marker_max_mm", "{:.1f} mm")),
-            ("frames with an inlier over 40 mm", g("frames_over_40mm")),
+            ("frames with a marker over 40 mm (not a swap or ghost)", _over_40mm(rep)),
             ("foot skate while planted",
              "mean {mean:.2f}, max {max:.2f} mm/frame".format(**rep["foot_skate_mm"])
              if "foot_skate_mm" in rep else None),
@@ -284,7 +294,7 @@ def solve_report_html(trace: SolveTrace, report: dict, title: str | None = None)
             report["plug_in_gait_segments"]), "Each solved segment against the segment frame of "
             "the Plug-in Gait solve the capture holds, once the one fixed rotation between the "
             "two is taken out (they name their axes differently): how differently they move."))
-    sections.append(("Key frames", fig_keyframes(trace, frames), "Evenly spaced frames plus "
+    sections.append(("Key frames", fig_keyframes(trace, frames, report.get("first_frame", 1)), "Evenly spaced frames plus "
                      "the frame with the largest inlier residual."))
     return report_page(title, _summary_rows(report), sections, report)
 

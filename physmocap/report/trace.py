@@ -180,13 +180,15 @@ _NONE = type(None)
 _REPORT_KINDS = {
     "markers": (list,), "output": (str,), "source": (str,), "markerset": (str,),
     "body": (str,), "up": (str, _NONE), "static": (str, _NONE), "c3d_out": (str, _NONE),
-    "frames": (int,), "fps": _NUMBER, "resumed": (list,), "marker_max_mm": (*_NUMBER, _NONE),
+    "frames": (int,), "first_frame": (int,), "fps": _NUMBER, "resumed": (list,),
+    "marker_max_mm": (*_NUMBER, _NONE),
     **{k: _NUMBER for k in (
         "marker_rms_mm", "marker_rms_all_mm", "kinematic_rms_mm", "kinematic_rms_all_mm",
-        "frames_over_40mm", "frames_over_40mm_all", "substeps_median", "solve_seconds",
+        "frames_over_40mm", "frames_over_40mm_all", "frames_over_40mm_unexplained",
+        "substeps_median", "solve_seconds",
         "frames_per_second")},
     **{k: (dict,) for k in (
-        "per_marker_rms_mm", "gap_frames", "outlier_frames", "foot_plant_frames",
+        "per_marker_rms_mm", "per_marker_rms_all_mm", "gap_frames", "outlier_frames", "foot_plant_frames",
         "foot_skate_mm", "joint_limit_hits", "calibration", "seconds", "hand_holds",
         "toes_bent", "damage", "plug_in_gait_segments")},
 }

@@ -333,6 +333,8 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     report["damage"] = damage_report(labels, pos, solved, phys.clipped[:, :M], markers.fps,
                                      settings.outlier_distance, blackouts,
                                      int(markers.meta.get("nonfinite_samples", 0)), rate)
+    report["frames_over_40mm_unexplained"] = _unexplained_frames(
+        residual, report["damage"], labels, 0.040)
     return SolveResult(motion, kin_motion, subject, labels, pos, solved, residual,
                        phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
 
@@ -435,6 +437,24 @@ def _check_size(pos: np.ndarray, body: BodyTemplate, ms: MarkerSet, meta) -> Non
                     f"{hint}; fix POINT:UNITS", meta.get("path"))
 
 
+def _unexplained_frames(residual: np.ndarray, damage: dict, labels, distance: float) -> int:
+    """Frames in which a marker is more than ``distance`` m from its landmark and the damage
+    report does not explain it as a swap or a ghost (the capture's errors): what the solve
+    itself got wrong, or a capture error of another kind.
+
+    Args:
+        residual: ``(F, M)`` m, each marker's distance from its landmark (NaN = missing).
+        damage: ``damage_report``'s section (its swaps' and ghosts' ``[start, stop)`` frames).
+    """
+    far = np.nan_to_num(residual, nan=0.0) > distance
+    index = {l: m for m, l in enumerate(labels)}
+    for e in damage["swaps"] + damage["ghosts"]:
+        a, z = e["frames"]
+        for name in e.get("markers", [e.get("marker")]):
+            far[a:z, index[name]] = False
+    return int(far.any(axis=1).sum())
+
+
 def _mm(x) -> float:
     return round(float(x) * 1000.0, 3)
 
@@ -443,7 +463,6 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
             plant_labels, solved, hits, subject, timings) -> dict:
     F = markers.n_frames
     r = residual
-    per_marker = np.sqrt(np.nanmean(r ** 2, axis=0))
     # Foot skate: horizontal travel per frame of the solved foot points while planted.
     skate = []
     for k, row in enumerate(rows):
@@ -454,18 +473,28 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
     skate = np.concatenate(skate) if skate else np.zeros(0)
     outliers = {labels[m]: int(n) for m, n in enumerate(clipped.sum(axis=0)) if n}
     inlier = np.where(clipped, np.nan, r)
+
+    def per_marker(res):    # null for a marker with no sample to measure (never seen)
+        seen = ~np.isnan(res)
+        rms = np.sqrt(np.sum(np.where(seen, res, 0.0) ** 2, axis=0) / np.maximum(seen.sum(0), 1))
+        return {l: _mm(v) if n else None for l, v, n in zip(labels, rms, seen.sum(0))}
     return {
         "source": markers.meta.get("path", ""),
         # the capture's up axis as read (given, declared or detected): ``report`` reads it so
         "up": markers.meta.get("up"),
         "frames": F, "fps": markers.fps, "markers": list(labels),
+        # Frame ranges and indices in this report count from 0 at the take's first frame; the
+        # capture's own frame number (as Nexus or Mokka shows it) is first_frame + index.
+        "first_frame": int(markers.meta.get("first_frame", 1) or 1),
         "marker_rms_mm": _mm(np.sqrt(np.nanmean(inlier ** 2))),
         "marker_rms_all_mm": _mm(np.sqrt(np.nanmean(r ** 2))),
         "marker_max_mm": _mm(np.nanmax(r)) if np.any(~np.isnan(r)) else None,
-        "per_marker_rms_mm": {l: _mm(v) for l, v in zip(labels, per_marker)},
+        # per marker as overall: without the outliers, and with them
+        "per_marker_rms_mm": per_marker(inlier), "per_marker_rms_all_mm": per_marker(r),
         "kinematic_rms_mm": _mm(np.sqrt(np.nanmean(np.where(clipped, np.nan, kin_residual) ** 2))),
         "kinematic_rms_all_mm": _mm(np.sqrt(np.nanmean(kin_residual ** 2))),
-        "frames_over_40mm": int(np.sum(np.nanmax(np.nan_to_num(inlier), axis=1) > 0.040)),
+        # (frames_over_40mm_unexplained, those not a flagged swap or ghost, comes with the
+        # damage section)
         "frames_over_40mm_all": int(np.sum(np.nanmax(np.nan_to_num(r), axis=1) > 0.040)),
         "gap_frames": {l: int(n) for l, n in zip(labels, np.isnan(pos).any(-1).sum(0))},
         "outlier_frames": outliers,
