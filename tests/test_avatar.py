@@ -542,10 +542,28 @@ def test_cli_physics_tracks_the_avatar_on_the_simulated_body(tmp_path, data_dir,
     assert main(["avatar", "extract", str(clip), "-o", str(tmp_path / "t.csv"), "-q"]) == 0
     assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
                  "-o", str(tmp_path / "sim.bvh"), "--physics", "--report",
-                 str(tmp_path / "r.json"), "--report-html", str(tmp_path / "r.html")]) == 0
-    assert "simulated (assist)" in capsys.readouterr().out
+                 str(tmp_path / "r.json"), "--report-html", str(tmp_path / "r.html"),
+                 "--truth", str(clip)]) == 0
+    out = capsys.readouterr().out
+    assert "simulated (assist)" in out and "(before simulation): joints" in out
     rep = json.loads((tmp_path / "r.json").read_text())
     ph = rep["physics"]
+    # the output file is the simulated body's: its own figures against the truth, recomputed
+    # here from the file (the top-level ones were all the report had, and describe the
+    # avatar before simulation), the truth carried into the body's scaled world
+    from physmocap.matching.avatar import truth_errors
+    from physmocap.matching.retarget import root_scale
+    sim, truth = read_bvh(tmp_path / "sim.bvh"), read_bvh(clip)
+    assert main(["avatar", str(tmp_path / "db.npz"), "--tracking", str(tmp_path / "t.csv"),
+                 "-o", str(tmp_path / "kin.bvh"), "-q"]) == 0        # the world's source
+    world = root_scale(read_bvh(tmp_path / "kin.bvh"), load_body().skeleton)
+    err, _, _ = truth_errors(db, sim, truth, world=world)
+    t = ph["truth"]
+    assert t["frames_compared"] == sim.n_frames and t["joints_compared"] == err.shape[1]
+    assert t["mpjpe_m"] == pytest.approx(err.mean(), abs=2e-4)     # (the BVH's digits)
+    assert 0.0 < t["mpjpe_m"] < 0.10 and "until_first_fall" not in t
+    assert t["mpjpe_m"] != rep["mpjpe_m"]
+    assert f"simulated against {clip}: joints {t['mpjpe_m']:.3f} m" in out
     assert ph["mode"] == "assist" and ph["balance"] == "none" and not ph["falls"]
     # a walking avatar on the body: the targets for assisted playback (3 cm, 1 cm)
     assert ph["tracking_error_m"] < 0.03 and ph["penetration_max_mm"] <= 10.0

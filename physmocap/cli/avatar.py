@@ -109,6 +109,17 @@ def _run(args) -> int:
     _warn_coverage(rep)
     if physics is not None:
         rep["physics"] = dict(_with_plan(physics.report(), plan), balance=args.balance)
+        if truth is not None:
+            # the output file is the simulated body's motion: its own figures against the
+            # truth (the top-level ones are the avatar's before simulation)
+            # (its world is the retargeting's, scaled about the floor: the truth is too)
+            from ..matching.retarget import root_scale
+            world = root_scale(motion, physics.motion.skeleton)
+            rep["physics"]["truth"] = av.truth_figures(db, physics.motion, truth, world=world)
+            falls = rep["physics"]["falls"]
+            if falls:
+                rep["physics"]["truth"]["until_first_fall"] = av.truth_figures(
+                    db, physics.motion, truth, until_s=falls[0]["since_s"], world=world)
         # the simulated avatar's page; the avatar's own figures folded in beside its physics
         _write_play_reports(args, physics, rep, page=lambda r: dict(
             r["physics"], input=str(args.tracking), database=str(args.inputs[0]),
@@ -163,8 +174,8 @@ def _print_run(args, rep: dict, motion) -> None:
     print(f"  hands {1000 * rep['hand_error_m']:.1f} mm from the controllers (reachable in "
           f"{100 * rep['hand_reachable_fraction']:.0f} % of frames)")
     if args.truth:
-        print(f"  against {args.truth}: joints {rep['mpjpe_m']:.3f} m, lower body "
-              f"{rep['lower_body_error_m']:.3f} m")
+        print(f"  against {args.truth}" + (" (before simulation)" if "physics" in rep else "")
+              + f": joints {rep['mpjpe_m']:.3f} m, lower body {rep['lower_body_error_m']:.3f} m")
     print(f"  foot skate {rep['foot_skate_mm']:.2f} mm/frame, jitter {rep['jitter']:.0f} "
           f"m/s^3")
     if "physics" in rep:
@@ -173,6 +184,12 @@ def _print_run(args, rep: dict, motion) -> None:
               f"assist {ph['root_assist_force_mean_n']:.0f} N mean, penetration "
               f"{ph['penetration_max_mm']:.1f} mm max, falls: {_falls_text(ph['falls'])}")
         _print_physical(ph)
+        if "truth" in ph:
+            t, first = ph["truth"], ph["truth"].get("until_first_fall")
+            print(f"  simulated against {args.truth}: joints {t['mpjpe_m']:.3f} m, lower body "
+                  f"{t['lower_body_error_m']:.3f} m" + (
+                      f" ({first['mpjpe_m']:.3f} / {first['lower_body_error_m']:.3f} m until "
+                      "the first fall)" if first else ""))
         h = ph["hands"]
         if h["hand_error_reachable_m"] is not None:
             print(f"  simulated hands {1000 * h['hand_error_reachable_m']:.1f} mm from the "

@@ -70,7 +70,7 @@ __all__ = ["find_tracked_joints", "rest_frame", "extract_track", "AvatarSettings
            "AvatarRecord", "run_avatar", "avatar_on_body", "controllers_on_body", "naive_avatar",
            "lower_body_joints", "avatar_report", "HEAD_NAMES", "HAND_NAMES", "avatar_feature_spec",
            "avatar_features", "truth_joints", "check_truth", "truth_errors",
-           "hand_errors"]
+           "truth_figures", "hand_errors"]
 
 #: Candidate names (after ``HUMANOID_NAME_MAP``) of the head and of the wrists, tried in order.
 HEAD_NAMES = ("Head", "torso_head", "head_joint", "HeadTop")
@@ -883,17 +883,41 @@ def hand_errors(motion: Motion, record: AvatarRecord) -> tuple[np.ndarray, np.nd
     return hand_err, (d <= l1 + l2 - 1e-4) & (d >= np.abs(l1 - l2) + 1e-4)
 
 
-def truth_errors(db: PoseDatabase, motion: Motion, truth: Motion
+def truth_errors(db: PoseDatabase, motion: Motion, truth: Motion,
+                 world: tuple[float, float] | None = None
                  ) -> tuple[np.ndarray, np.ndarray, Motion]:
     """Per frame and joint, the avatar's distance (m) from the truth ``(n, K)``, over the K
     joints the two share (``truth_joints``) and the n frames both have at the avatar's rate;
-    which of those joints are hips and legs ``(K,)`` bool; and the truth at that rate."""
+    which of those joints are hips and legs ``(K,)`` bool; and the truth at that rate.
+    ``world``: ``(ratio, floor)`` of a retargeting (``root_scale``) when ``motion`` is on
+    another body (the simulated one): the truth is carried into that world first."""
     tr = resample(truth, motion.fps)
     n = min(tr.n_frames, motion.n_frames)
     a, b = truth_joints(motion.skeleton, tr.skeleton)
-    err = np.linalg.norm(motion.gpos[:n, a] - tr.gpos[:n, b], axis=-1)       # (n, K)
-    low = set(lower_body_joints(motion.skeleton, tuple(db.contact_joints)))
+    want = tr.gpos[:n, b] if world is None else scale_points(tr.gpos[:n, b], *world)
+    err = np.linalg.norm(motion.gpos[:n, a] - want, axis=-1)                  # (n, K)
+    # (the simulated body's toes have their own names: found by role)
+    feet = _truth_feet(motion.skeleton, tuple(db.contact_joints))
+    low = set(lower_body_joints(motion.skeleton, feet))
     return err, np.array([i in low for i in a]), tr
+
+
+def truth_figures(db: PoseDatabase, motion: Motion, truth: Motion,
+                  until_s: float | None = None,
+                  world: tuple[float, float] | None = None) -> dict:
+    """``mpjpe_m``, ``lower_body_error_m``, ``upper_body_error_m`` (m, means over frames and
+    joints), ``joints_compared``, ``frames_compared`` of ``motion`` against ``truth``
+    (``truth_errors``, ``world`` as there), over the frames up to ``until_s`` s if given (a
+    fall's start)."""
+    err, is_low, _ = truth_errors(db, motion, truth, world)
+    if until_s is not None:
+        err = err[:max(1, int(np.floor(until_s * motion.fps)) + 1)]
+
+    def mean(x):
+        return round(float(x.mean()), 4) if x.size else None
+    return {"mpjpe_m": mean(err), "lower_body_error_m": mean(err[:, is_low]),
+            "upper_body_error_m": mean(err[:, ~is_low]), "joints_compared": len(is_low),
+            "frames_compared": len(err)}
 
 
 def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
@@ -927,17 +951,11 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
         "transitions": int(record.transitions),
     }
     if truth is not None:
-        err, is_low, tr = truth_errors(db, motion, truth)
-        n = len(err)
+        tr = resample(truth, motion.fps)
         t_db = build_database([tr], names=["truth"], fps=motion.fps,
                               contact_joints=_truth_feet(tr.skeleton, feet))
+        rep.update(truth_figures(db, motion, truth))
         rep.update({
-            "mpjpe_m": round(float(err.mean()), 4),
-            "lower_body_error_m": round(float(err[:, is_low].mean()), 4) if is_low.any()
-            else None,
-            "upper_body_error_m": round(float(err[:, ~is_low].mean()), 4) if (~is_low).any()
-            else None,
-            "joints_compared": len(is_low), "frames_compared": n,
             "truth_foot_skate_mm": round(foot_skate_mm(tr, tuple(t_db.contact_joints),
                                                        np.array(t_db.contacts)), 3),
             "truth_jitter": round(jitter(tr), 2),
