@@ -46,8 +46,11 @@ class Motion:
         if not (np.all(np.isfinite(lrot)) and np.all(np.isfinite(root_pos))):
             raise ShapeError("motion arrays must be finite")
         norms = np.linalg.norm(lrot, axis=-1)
-        if F and np.max(np.abs(norms - 1.0)) > 1e-3:
+        off = np.max(np.abs(norms - 1.0)) if F else 0.0
+        if off > 1e-3:
             raise ShapeError("lrot must hold unit quaternions (xyzw)")
+        if off > 1e-12:     # nearly unit (a plain lerp): as given, FK stretched bones by 1 %
+            lrot = frozen(lrot / norms[..., None], float, (F, J, 4), "lrot")
         object.__setattr__(self, "fps", fps)
         object.__setattr__(self, "lrot", lrot)
         object.__setattr__(self, "root_pos", root_pos)
@@ -80,10 +83,13 @@ class Motion:
         return self._fk[1]
 
     def __getitem__(self, frames) -> "Motion":
-        """Frames by slice or index array: ``motion[10:20]``."""
+        """Frames by slice or index array: ``motion[10:20]``; a slice's step divides the rate
+        (``motion[::2]`` keeps the motion's speed at half the frames per second)."""
         idx = np.arange(self.n_frames)[frames]
         idx = np.atleast_1d(idx)
-        return replace(self, root_pos=self.root_pos[idx], lrot=self.lrot[idx])
+        step = frames.step if isinstance(frames, slice) and frames.step else 1
+        return replace(self, root_pos=self.root_pos[idx], lrot=self.lrot[idx],
+                       fps=self.fps / abs(step))
 
     def with_skeleton(self, skeleton: Skeleton) -> "Motion":
         """The same rotations on another skeleton of the same structure (other limb lengths)."""

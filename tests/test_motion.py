@@ -73,3 +73,25 @@ def test_turned_rest_moves_nothing(motion):
     np.testing.assert_allclose(np.abs((back.lrot * motion.lrot).sum(-1)), 1.0, atol=1e-12)
     np.testing.assert_allclose(back.skeleton.offsets, motion.skeleton.offsets, atol=1e-15)
     assert motion.turned_rest(np.eye(3)) is motion
+
+
+def test_a_slice_with_a_step_divides_the_rate(motion):
+    """``motion[::2]`` kept the rate: half the frames played twice as fast, and write_bvh
+    wrote that rate (a fixture meant as "every 2nd frame, 60 Hz" was at 120)."""
+    half = motion[::2]
+    assert half.fps == motion.fps / 2
+    assert half.duration == pytest.approx(motion.duration, abs=1 / motion.fps)
+    np.testing.assert_array_equal(half.root_pos, motion.root_pos[::2])
+    assert motion[1::3].fps == motion.fps / 3 and motion[::-1].fps == motion.fps
+    assert motion[2:10].fps == motion.fps and motion[[0, 5, 9]].fps == motion.fps  # (no step to know)
+
+
+def test_nearly_unit_quaternions_are_normalised(motion):
+    """Accepted within 1e-3 of unit length but used as given: forward kinematics stretched a
+    bone by 1 % (a plain lerp of two rotations)."""
+    lrot = np.array(motion.lrot) * 1.0009
+    m = Motion(motion.skeleton, motion.fps, motion.root_pos, lrot)
+    np.testing.assert_allclose(np.linalg.norm(m.lrot, axis=-1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(m.gpos, motion.gpos, atol=1e-9)
+    exact = Motion(motion.skeleton, motion.fps, motion.root_pos, motion.lrot)
+    np.testing.assert_array_equal(exact.lrot, motion.lrot)      # unit ones: bit for bit

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physmocap import MarkerSet, ShapeError, Skeleton, quat
+from physmocap import MarkerSet, Motion, ShapeError, Skeleton, quat
 from physmocap.io.bvh import read_bvh
 from physmocap.solver.body import PhysicsBody
 from physmocap.errors import SettingsError
@@ -131,7 +131,8 @@ def test_ghost_marker_is_bounded_and_flagged(truth, markers):
 
 def test_anchor_pins_a_point(truth, markers):
     """A still pose whose foot markers drift 3 cm: the constraint spring keeps the foot put."""
-    still = truth[[0] * 30]
+    # at the capture's 120 Hz, where the 0.02 s ramp spans 2.4 frames (at 60 Hz, 1.2)
+    still = Motion(truth.skeleton, 120.0, truth.root_pos[[0] * 30], truth.lrot[[0] * 30])
     pos = synthesize(still, markers, noise_m=0.0, rng=np.random.default_rng(1))
     sk = truth.skeleton
     foot = sk.index("LeftFoot")
@@ -179,7 +180,8 @@ def test_a_foot_point_does_not_jump_when_the_other_one_lets_go(truth, markers):
     """Two plants on one foot whose anchors disagree by 1 cm (a heel and a toe, each the median
     of its own interval): the toe's lets go at frame 15. Switched off at once it let the heel
     jump; ramped (``plant_ramp``) the heel's largest step is less than half as big."""
-    still = truth[[0] * 30]
+    # at the capture's 120 Hz, where the 0.02 s ramp spans 2.4 frames (at 60 Hz, 1.2)
+    still = Motion(truth.skeleton, 120.0, truth.root_pos[[0] * 30], truth.lrot[[0] * 30])
     pos = synthesize(still, markers, noise_m=0.0, rng=np.random.default_rng(1))
     sk = truth.skeleton
     rows = np.flatnonzero(markers.body == sk.index("LeftFoot"))[:2]
@@ -188,7 +190,7 @@ def test_a_foot_point_does_not_jump_when_the_other_one_lets_go(truth, markers):
     anchors[:15, 1] = pos[0, rows[1]] + [0.01, 0.0, 0.0]
     steps = []
     for ramp in (0.0, PhysicalSettings().plant_ramp):
-        r = solve_physical(sk, markers, pos, truth.fps, init=still, anchors=anchors,
+        r = solve_physical(sk, markers, pos, still.fps, init=still, anchors=anchors,
                            anchor_rows=rows, settings=PhysicalSettings(plant_ramp=ramp))
         heel = r.constraint_points[:, 0]
         steps.append(np.linalg.norm(np.diff(heel, axis=0), axis=-1)[5:25].max())
