@@ -291,3 +291,48 @@ def test_a_scripts_bad_arguments_are_one_settings_error(small_db, kwargs, match)
                     PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0), start_frame=np.int64(3),
                     start_yaw=np.float32(0.5))
     assert ok.frame == 3
+
+
+class _Source:
+    """An input source of a script's own, returning what it is given."""
+    def __init__(self, vel, rot):
+        self.vel, self.rot = vel, rot
+
+    def desired(self, t, sim_pos=None, sim_rot=None):
+        return self.vel, self.rot
+
+
+@pytest.mark.parametrize("vel, rot, match", [
+    (1.0, (0, 0, 0, 1), "the velocity must be finite, horizontal, shape"),     # a speed
+    ((1.0, 0.0), (0, 0, 0, 1), "the velocity must be"),
+    ((1.0, 0.0, 0.5), (0, 0, 0, 1), "the velocity must be"),                   # climbing
+    ((np.nan, 0.0, 0.0), (0, 0, 0, 1), "the velocity must be"),
+    ((1.0, 0.0, 0.0), (1, 0, 0, 0), r"the facing must be a unit turn about \+Z, xyzw"),  # wxyz
+    ((1.0, 0.0, 0.0), (0.259, 0, 0, 0.966), "the facing must be"),            # pitched 30 deg
+    ((1.0, 0.0, 0.0), (0, 0, 0, 2.0), "the facing must be"),
+    ((1.0, 0.0, 0.0), None, "the facing must be"),
+])
+def test_an_input_sources_bad_output_is_one_shape_error(small_db, vel, rot, match):
+    """A script's own source: a speed as a number lifted the character 3.5 m, a wxyz identity
+    turned it upside down below the floor, a pitched facing tilted it; NaN was reported as
+    the search's cost."""
+    db, feats = small_db
+    ctrl = Controller(db, feats, _Source(vel, rot))
+    with pytest.raises(ShapeError, match="_Source.desired.*" + match):
+        ctrl.step()
+    good = Controller(db, feats, _Source((1.0, 0.0, 0.0), (0, 0, 0.259, 0.966)))
+    root_pos, root_rot, lpos, lrot = good.step()
+    assert abs(root_pos[2]) < 1e-9 and np.hypot(*root_rot[:2]) < 1e-9
+
+
+def test_an_input_source_returning_one_value_is_one_shape_error(small_db):
+    db, feats = small_db
+    src = _Source(None, None)
+    src.desired = lambda t, sim_pos=None, sim_rot=None: 1.0
+    with pytest.raises(ShapeError, match=r"_Source.desired must return \(velocity \(3,\) m/s"):
+        Controller(db, feats, src).step()
+
+
+def test_a_joystick_refuses_a_nan_camera():
+    with pytest.raises(ShapeError, match="camera_yaw must be a finite angle"):
+        Joystick([0.0], [[0.0, 1.0]], [False], camera_yaw=float("nan"))

@@ -216,8 +216,8 @@ class Controller:
         """Advance one frame; returns ``(root_pos (3,), root_rot (4,), lpos (J,3), lrot (J,4))``:
         the character root (simulation bone) in the world and the local pose relative to it."""
         s, dt = self.s, self.dt
-        desired_vel, desired_rot = self.source.desired(self.t, self.sim_pos, self.sim_rot)
-        desired_vel = np.asarray(desired_vel, float)
+        desired_vel, desired_rot = _checked_desired(
+            self.source, self.source.desired(self.t, self.sim_pos, self.sim_rot))
 
         # 1. search when due, when the input changed sharply, or at the clip's end
         end_near = self.frame + 1 >= self.clip_stop - 1
@@ -288,7 +288,7 @@ class Controller:
         rec.root_rot.append(self.root_rot.copy())
         rec.sim_pos.append(self.sim_pos.copy())
         rec.desired_vel.append(desired_vel.copy())
-        rec.desired_rot.append(np.asarray(desired_rot, float).copy())
+        rec.desired_rot.append(desired_rot.copy())
         rec.frame.append(self.frame)
         rec.contacts.append(np.array(db.contacts[self.frame]))
         self.t += dt
@@ -313,3 +313,24 @@ def run_controller(controller: Controller, duration: float, progress=None
             progress("controller", i + 1, n)
     return Motion(sk, controller.db.fps, root, quat.normalize(lrot),
                   {"source": "motion matching", "up": controller.db.up}), controller.record
+
+
+def _checked_desired(source, out) -> tuple[np.ndarray, np.ndarray]:
+    """An input source's ``desired(...)`` as ``(velocity (3,) m/s, facing (4,) xyzw)`` arrays,
+    or a ``ShapeError`` naming the source: a speed given as a number lifted the character
+    3.5 m, a wxyz identity (180 degrees about x as xyzw) turned it upside down below the floor."""
+    what = f"{type(source).__name__}.desired"
+    try:
+        vel, rot = out
+        vel, rot = np.asarray(vel, float), np.asarray(rot, float)
+    except (TypeError, ValueError):
+        raise ShapeError(f"{what} must return (velocity (3,) m/s, facing (4,) xyzw)") from None
+    if vel.shape != (3,) or not np.all(np.isfinite(vel)) or abs(vel[2]) > 1e-6:
+        raise ShapeError(f"{what}: the velocity must be finite, horizontal, shape (3,) m/s, "
+                         f"got {np.array2string(vel, precision=3)}")
+    if (rot.shape != (4,) or not np.all(np.isfinite(rot))
+            or abs(np.linalg.norm(rot) - 1.0) > 1e-3 or np.hypot(rot[0], rot[1]) > 1e-3):
+        raise ShapeError(f"{what}: the facing must be a unit turn about +Z, xyzw (scalar last; "
+                         f"matching.trajectory.facing_from_yaw), got "
+                         f"{np.array2string(rot, precision=3)}")
+    return vel, rot

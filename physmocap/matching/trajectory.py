@@ -185,6 +185,9 @@ class Joystick:
         object.__setattr__(self, "stick", frozen(_clip_unit(stick), float, (K, 2), "stick"))
         object.__setattr__(self, "right", frozen(_clip_unit(right), float, (K, 2), "right"))
         object.__setattr__(self, "run", frozen(self.run, bool, (K,), "Joystick.run"))
+        if not math.isfinite(float(self.camera_yaw)):   # (NaN reached the search as a cost)
+            raise ShapeError(f"Joystick.camera_yaw must be a finite angle in rad, got "
+                             f"{self.camera_yaw!r}")
         object.__setattr__(self, "camera_yaw", float(self.camera_yaw))
         object.__setattr__(self, "initial_yaw", float(self.initial_yaw))
 
