@@ -44,6 +44,9 @@ def test_a_lock_that_would_stretch_too_far_is_released():
     f = m.skeleton.index("LeftFoot")
     gap = np.linalg.norm(out.gpos[:, f] - m.gpos[:, f], axis=-1)
     assert gap.max() < 0.26
+    # let go over the blend's frames, not in one: the foot jumped 0.25 m in a frame
+    step = np.linalg.norm(np.diff(out.gpos[:, f], axis=0), axis=-1)
+    assert 0.04 < step.max() < 0.1, step.max()
 
 
 def test_bad_lock_settings_are_one_settings_error():
@@ -54,3 +57,18 @@ def test_bad_lock_settings_are_one_settings_error():
             lock_feet(m, ("LeftFoot", "RightFoot"), contacts, blend=blend)
     with pytest.raises(SettingsError, match="lock_feet: max_slide must be a finite number"):
         lock_feet(m, ("LeftFoot", "RightFoot"), contacts, max_slide=float("nan"))
+
+
+def test_two_plants_close_together_hand_over_smoothly():
+    """A gap shorter than two blends: the ease into the second plant kept the first plant's
+    position and jumped to the new one a frame before contact (0.23 m on the sharp turns)."""
+    m = sliding_stance(F=60, step=0.003)
+    contacts = np.zeros((60, 2), bool)
+    contacts[10:25] = contacts[31:40] = True             # 6 frames apart, blend 5
+    out = lock_feet(m, ("LeftToes", "RightToes"), contacts, blend=5)
+    f = m.skeleton.index("LeftFoot")
+    step = np.linalg.norm(np.diff(out.gpos[:, f], axis=0), axis=-1)
+    assert np.allclose(step[10:24], 0.0, atol=1e-6) and np.allclose(step[31:39], 0, atol=1e-6)
+    # the plants are 21 x 3 mm apart: handed over across the gap's 7 steps, none of them
+    # over 2.5 x the even share (before: most of it in the last)
+    assert step[24:31].max() < 2.5 * 0.063 / 7, step[20:35].round(4)

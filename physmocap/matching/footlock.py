@@ -16,20 +16,38 @@ from ..motion import Motion
 __all__ = ["lock_feet"]
 
 
-def _weights(contact: np.ndarray, blend: int) -> tuple[np.ndarray, np.ndarray]:
-    """Lock weight ``(F,)`` in [0, 1] (1 in contact, eased over ``blend`` frames around) and the
-    index ``(F,)`` of the frame whose position each frame is locked to (-1: none)."""
-    F = len(contact)
-    lock_frame = np.full(F, -1)
-    w = np.zeros(F)
-    f = np.arange(F)
-    for a, b in intervals(contact):
-        lo, hi = max(0, a - blend), min(F, b + blend)
-        lock_frame[lo:hi] = np.where(lock_frame[lo:hi] < 0, a, lock_frame[lo:hi])
-        d = np.where(f[lo:hi] < a, a - f[lo:hi], np.where(f[lo:hi] >= b, f[lo:hi] - b + 1, 0))
-        x = np.clip(1.0 - d / max(blend, 1), 0.0, 1.0)
-        w[lo:hi] = np.maximum(w[lo:hi], x * x * (3.0 - 2.0 * x))     # smoothstep
-    return w, lock_frame
+def _smoothstep(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
+def _lock_target(foot: np.ndarray, contact: np.ndarray, blend: int,
+                 max_slide: float) -> np.ndarray:
+    """``(F, 3)`` m, where the locked foot goes: ``foot`` (the animated foot, ``(F, 3)``) pulled
+    toward each plant (its position where the contact began) by that plant's weight, 1 in
+    contact and eased over ``blend`` frames around it, never past the neighbouring plants'
+    contacts. Between two plants closer than ``2 blend`` frames the two pulls mix (weights
+    summing past 1 are scaled to 1): the ease into a plant kept the plant before's position
+    and jumped to the new one a frame before contact (0.23 m on the sharp turns). A plant
+    further than ``max_slide`` from the animated foot is let go over ``blend`` frames from
+    the first such frame: dropped at once, the foot jumped back in one frame."""
+    F = len(foot)
+    pull, total = np.zeros((F, 3)), np.zeros(F)
+    iv = intervals(contact)
+    for i, (a, b) in enumerate(iv):
+        lo = max(a - blend, iv[i - 1][1] if i else 0, 0)
+        hi = min(b + blend, iv[i + 1][0] if i + 1 < len(iv) else F, F)
+        f = np.arange(lo, hi)
+        w = _smoothstep(1.0 - np.where(f < a, a - f, np.where(f >= b, f - b + 1, 0))
+                        / max(blend, 1))
+        off = foot[a] - foot[lo:hi]
+        far = np.flatnonzero(np.linalg.norm(off, axis=-1) > max_slide)
+        if far.size:
+            w = w * np.where(f >= f[far[0]],
+                             _smoothstep(1.0 - (f - f[far[0]] + 1) / max(blend, 1)), 1.0)
+        pull[lo:hi] += w[:, None] * off
+        total[lo:hi] += w
+    return foot + pull / np.maximum(total, 1.0)[:, None]
 
 
 def lock_feet(motion: Motion, feet: tuple[str, str], contacts: np.ndarray, blend: int = 5,
@@ -56,13 +74,7 @@ def lock_feet(motion: Motion, feet: tuple[str, str], contacts: np.ndarray, blend
         k, h = int(sk.parents[f]), int(sk.parents[sk.parents[f]])
         if min(f, k, h) <= 0:
             continue
-        w, lock = _weights(np.asarray(contacts)[:, side], blend)
-        has = lock >= 0
-        target = gpos[:, f].copy()
-        locked = gpos[np.maximum(lock, 0), f]
-        far = np.linalg.norm(locked - gpos[:, f], axis=-1) > max_slide
-        w = np.where(has & ~far, w, 0.0)
-        target = target + w[:, None] * (locked - target)
+        target = _lock_target(gpos[:, f], np.asarray(contacts)[:, side], blend, max_slide)
         # the foot keeps its world rotation
         lrot[:, h], lrot[:, k], lrot[:, f] = two_bone_ik_local(
             gpos[:, h], gpos[:, k], gpos[:, f], target, grot[:, sk.parents[h]], grot[:, h],
