@@ -329,6 +329,9 @@ def test_zero_gains_fall_detected_in_physical_mode(body):
     f = r.falls[0]
     assert 0.5 < f["time_s"] < 2.0 and f["reason"] in ("head low", "root low")
     assert r.motion.gpos[-1, body.index("Head"), 2] < 0.6
+    # the output frame it was detected in, at its time (it was the frame before: frame 0
+    # only places the body)
+    assert f["frame"] == round(f["time_s"] * r.motion.fps)
 
 
 def test_a_fallen_body_is_put_back_on_its_feet(body):

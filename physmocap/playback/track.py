@@ -481,6 +481,9 @@ class Tracker(Closing):
         self._lead = s.lead(mode)
         self.head = self.body.index(s.head)
         self.frame = 0
+        # output frames before the first step (a player whose frame 0 only places the body):
+        # a fall's "frame" is the output frame it was detected in
+        self.output_offset = 0
         self.time = 0.0
         self._low = 0.0
         self.fallen = False
@@ -782,7 +785,8 @@ class Tracker(Closing):
         now_fallen = self._low > s.fall_seconds or flung
         if now_fallen and not self.fallen:
             start = self.time - self._low
-            event = {"frame": self.frame - 1, "time_s": round(self.time, 4),
+            event = {"frame": self.frame - 1 + self.output_offset,
+                     "time_s": round(self.time, 4),
                      "since_s": round(start, 4),
                      "reason": "unstable" if flung else
                      "head low" if head_z < s.fall_head_height else "root low"}
@@ -859,7 +863,8 @@ class TrackResult:
         assist_force_n, assist_torque_nm: ``(F,)`` root assist magnitudes (0 when physical).
         penetration_mm: ``(F,)`` deepest ground penetration of any contact point.
         contacts: ``(F, 2)`` bool, left/right foot touching the ground (from the simulation).
-        falls: list of ``{"frame", "time_s", "since_s", "reason"}``.
+        falls: list of ``{"frame", "time_s", "since_s", "reason"}``: the output frame and the
+            time (s) the fall was detected in, the time it began, why.
         seconds: wall time of the simulation loop.
         holds, hold_error_m: the environment's ``HandHold``s and ``(F, H)`` m, each holding
             palm's distance from its anchor (``nan`` while not held).
@@ -1113,6 +1118,7 @@ class MotionPlayback(Closing):
         self.dt = 1.0 / ref.fps
         self.frame = 0
         self.tracker = Tracker(body, mode, settings, environment)
+        self.tracker.output_offset = self.unstepped_frames     # (a fall's output frame)
 
     def step(self):
         """The next frame: ``(reference (root (3,), lrot (J, 4)), simulated (root, lrot),
