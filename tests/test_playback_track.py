@@ -332,6 +332,12 @@ def test_zero_gains_fall_detected_in_physical_mode(body):
     # the output frame it was detected in, at its time (it was the frame before: frame 0
     # only places the body)
     assert f["frame"] == round(f["time_s"] * r.motion.fps)
+    # penetration and skate until the fall began, beside the whole run's: the body lying
+    # on the floor is no foot's penetration
+    rep, k = r.report(), r._upright_frames()
+    assert rep["penetration_max_upright_mm"] == pytest.approx(r.penetration_mm[:k].max())
+    assert rep["penetration_max_upright_mm"] <= rep["penetration_max_mm"]
+    assert rep["foot_skate_upright_mm"] is not None and 0 < k < r.motion.n_frames
 
 
 def test_a_fallen_body_is_put_back_on_its_feet(body):

@@ -108,9 +108,12 @@ def _looped(motion, seconds: float, path) -> tuple:
 
 def _playback_text(rep: dict) -> str:
     """A playback report's tracking error, root assist, penetration and falls, in one line."""
+    upright = rep.get("penetration_max_upright_mm")
     return (f"{_tracking_text(rep)}; root assist {rep['root_assist_force_mean_n']:.0f} N mean, "
             f"{rep['root_assist_force_max_n']:.0f} max; penetration "
-            f"{rep['penetration_max_mm']:.1f} mm; falls: {_falls_text(rep['falls'])}")
+            f"{rep['penetration_max_mm']:.1f} mm"
+            + (f" ({upright:.1f} until the first fall)" if rep["falls"] and upright is not None
+               else "") + f"; falls: {_falls_text(rep['falls'])}")
 
 
 def _tracking_text(rep: dict) -> str:

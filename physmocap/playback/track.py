@@ -917,6 +917,9 @@ class TrackResult:
             "root_assist_torque_max_nm": float(np.max(self.assist_torque_nm)),
             "penetration_max_mm": float(np.max(self.penetration_mm)),
             "foot_skate_mm": float(np.mean(skate[1:][on])) if on.any() else 0.0,
+            # the same until the first fall began, as tracking_error_upright_m (a fallen body
+            # lying on the floor is no penetration of its feet: 10.8 mm against 1.8)
+            **self._upright_feet(skate, on),
             "contact_fraction": [float(x) for x in self.contacts.mean(axis=0)],
             "falls": list(self.falls),
             "frames_per_second": F / self.seconds if self.seconds > 0 else float("inf"),
@@ -932,6 +935,16 @@ class TrackResult:
             return self.motion.n_frames
         return min(max(int(round(self.falls[0]["since_s"] * self.motion.fps)), 0),
                    self.motion.n_frames)
+
+    def _upright_feet(self, skate: np.ndarray, on: np.ndarray) -> dict:
+        """``penetration_max_upright_mm`` and ``foot_skate_upright_mm``: over the frames before
+        the first fall began (all without a fall; ``None`` if it began at once)."""
+        k = self._upright_frames()
+        upright = on[:max(k - 1, 0)]
+        return {"penetration_max_upright_mm": float(np.max(self.penetration_mm[:k]))
+                if k > 0 else None,
+                "foot_skate_upright_mm": (float(np.mean(skate[1:k][upright])) if upright.any()
+                                          else 0.0) if k > 0 else None}
 
     def _upright_error(self) -> float | None:
         """Mean tracking error (m) over the frames before the first fall began (all frames
