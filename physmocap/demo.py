@@ -50,4 +50,7 @@ def make_demo_capture(clip: str = "humanoid3d_walk.txt", fps: float = 120.0,
     pos[w, [a, b]] = pos[w, [b, a]]
     meta = {"path": f"demo:{clip}", "swapped": list(SWAPPED), "swap_frames": [w.start, w.stop],
             "hidden": HIDDEN}
-    return MarkerTrajectories(tuple(labels), fps, pos, subject="demo", meta=meta), truth
+    # each seen sample's residual: the noise it was spoiled with, as a capture states its own
+    residual = np.where(np.isnan(pos).any(-1), np.nan, noise_m)
+    return MarkerTrajectories(tuple(labels), fps, pos, subject="demo", meta=meta,
+                              residual=residual), truth

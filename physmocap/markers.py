@@ -32,6 +32,9 @@ class MarkerTrajectories:
             angles, segment frames) that are not physical markers.
         subject: the subject name from the file, or ``""``.
         meta: read-only provenance (file, unit, up axis, …).
+        residual: ``(F, M)`` m (float32) or None, each sample's residual as a C3D keeps it:
+            > 0 the reconstruction's residual, 0 computed (gap-filled, a solved joint
+            centre), NaN unknown or missing.
     """
 
     labels: tuple
@@ -40,6 +43,7 @@ class MarkerTrajectories:
     is_virtual: np.ndarray | None = None
     subject: str = ""
     meta: MappingProxyType = field(default_factory=dict)
+    residual: np.ndarray | None = None
 
     def __post_init__(self):
         labels = _unique_names(self.labels, "marker")
@@ -55,6 +59,11 @@ class MarkerTrajectories:
         object.__setattr__(self, "fps", fps)
         object.__setattr__(self, "pos", pos)
         object.__setattr__(self, "is_virtual", frozen(virt, bool, (M,), "is_virtual"))
+        if self.residual is not None:
+            res = frozen(self.residual, np.float32, (pos.shape[0], M), "residual")
+            if np.any(res < 0) or np.any(np.isinf(res)):
+                raise ShapeError("residual must hold finite values >= 0 (m) or NaN (unknown)")
+            object.__setattr__(self, "residual", res)
         object.__setattr__(self, "subject", str(self.subject))
         object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
@@ -82,7 +91,8 @@ class MarkerTrajectories:
         np.take(self.pos, idx, axis=1, out=pos, mode="clip")   # "raise" buffers a copy
         pos.setflags(write=False)             # read-only, owning: taken without a second copy
         return replace(self, labels=tuple(self.labels[i] for i in idx), pos=pos,
-                       is_virtual=self.is_virtual[idx])
+                       is_virtual=self.is_virtual[idx],
+                       residual=None if self.residual is None else self.residual[:, idx])
 
     def markers_only(self) -> "MarkerTrajectories":
         """Physical markers only (virtual points dropped)."""

@@ -485,6 +485,22 @@ def test_demo_end_to_end(tmp_path, capsys):
     assert set(rep["outlier_frames"]) >= {"LKNE", "LSHN"}        # the swap is named
     assert (tmp_path / "solved.bvh").stat().st_size > 0 and (tmp_path / "clean.c3d").exists()
     assert "swap detected on: LKNE, LSHN" in out
+    # the cleaned C3D: the swapped samples put back on the body (they were kept: the knee's
+    # label on the shin marker), and every filled sample marked computed (residual 0) while
+    # the measured ones keep theirs (all were 0)
+    from physmocap.io.c3d import read_c3d
+    clean, cap = read_c3d(tmp_path / "clean.c3d"), read_c3d(tmp_path / "capture.c3d")
+    (a, z), = [s["frames"] for s in rep["damage"]["swaps"]]
+    k = clean.labels.index("LKNE")
+    knee_before = clean.pos[a - 5:a, k, 2].mean()
+    assert abs(clean.pos[a:z, k, 2].mean() - knee_before) < 0.05 < abs(
+        np.nanmean(cap.pos[a:z, cap.labels.index("LKNE"), 2]) - knee_before)
+    assert np.all(clean.residual[a:z, k] == 0)
+    seen = ~np.isnan(cap.pos).any(-1)
+    seen[a:z, [cap.labels.index("LKNE"), cap.labels.index("LSHN")]] = False
+    idx = [clean.labels.index(l) for l in cap.labels]
+    assert np.all(clean.residual[:, idx][seen] > 0) and np.all(clean.residual[:, idx][~seen] == 0)
+    np.testing.assert_array_equal(clean.pos[:, idx][seen], cap.pos[seen])
     # something to look at: the viewer (no extra needed) with the markers' residual lines,
     # and the page of plots where matplotlib is installed (the test extra has it)
     view = (tmp_path / "view.html").read_text()

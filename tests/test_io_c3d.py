@@ -563,3 +563,37 @@ def test_subject_parameters(data_dir):
         105.0, 105.0, 55.0, 1505.0)
     assert all(isinstance(v, float) for v in p.values())
     assert "subject_parameters" not in read_c3d(data_dir / "c3d" / "cmu" / "16_57.c3d").meta
+
+
+def test_residuals_are_read_and_written(data_dir, tmp_path):
+    """Each sample's residual (m): > 0 measured, 0 computed, NaN missing. Written back in whole
+    mm (the residual word's step), a measured sample at least 1 mm, so that it never reads as
+    computed; all were written 0 before, every measured sample marked as computed."""
+    m = read_c3d(data_dir / "c3d/cmu/02_01.c3d")
+    r = m.residual
+    assert r.shape == m.pos.shape[:2] and r.dtype == np.float32
+    assert np.array_equal(np.isnan(r), np.isnan(m.pos).any(-1))
+    assert 0.001 < np.nanmedian(r) < 0.02                       # millimetres, in metres
+    sel = m.select(m.labels[3:1:-1])
+    np.testing.assert_array_equal(sel.residual, r[:, [3, 2]])
+    write_c3d(m, tmp_path / "rt.c3d")
+    back = read_c3d(tmp_path / "rt.c3d")
+    assert np.array_equal(np.isnan(back.residual), np.isnan(r))
+    mm = r.astype(float) * 1000
+    want = np.where(mm > 0, np.maximum(np.round(mm), 1), 0) / 1000   # whole mm, at least 1
+    np.testing.assert_allclose(back.residual, want, atol=1e-6)
+    assert np.array_equal(back.residual > 0, r > 0)                # measured stays measured
+    tiny = MarkerTrajectories(m.labels, m.fps, m.pos, residual=np.where(np.isnan(r), np.nan,
+                                                                          0.0002))
+    write_c3d(tiny, tmp_path / "tiny.c3d")
+    assert np.nanmin(read_c3d(tmp_path / "tiny.c3d").residual) == pytest.approx(0.001)
+
+
+@pytest.mark.parametrize("residual, match", [
+    (np.full((3, 2), 0.001), r"residual: expected shape \(4, 2\)"),
+    (np.full((4, 2), -0.001), "residual must hold finite values >= 0"),
+    (np.full((4, 2), np.inf), "residual must hold finite values >= 0"),
+])
+def test_bad_residuals_are_refused(residual, match):
+    with pytest.raises(ShapeError, match=match):
+        MarkerTrajectories(("a", "b"), 100.0, np.zeros((4, 2, 3)), residual=residual)

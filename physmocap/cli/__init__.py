@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(cmu41, plugin_gait_fullbody) or a marker-set file")
     sp.add_argument("--body", default="humanoid", help="body template name or file")
     sp.add_argument("--report", help="JSON report path")
-    sp.add_argument("--c3d-out", help="cleaned C3D: gap-filled markers + solved joint centres")
+    sp.add_argument("--c3d-out", help="cleaned C3D: markers with gaps, swaps and ghosts filled "
+                    "from the solved body (residual 0), + solved joint centres")
     sp.add_argument("--up", help="capture's up axis if detection should be overridden")
     sp.add_argument("--scene", help="environment with hand holds (shipped name or TOML/JSON file)")
     sp.add_argument("--report-html", help="HTML report with plots (needs the 'report' extra)")

@@ -784,16 +784,21 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     if not keep.all():
         pos = pos[:, keep]
     pos.setflags(write=False)        # read-only and owning: the type keeps it without a copy
+    # each sample's residual (m; 0 = computed by the software that wrote it), kept so that a
+    # cleaned capture can tell its measured samples from what it filled in
+    residual = np.where(bad, np.nan, res.T * scale)[:, keep].astype(np.float32)
+    residual.setflags(write=False)
     return MarkerTrajectories(
         labels=tuple(l for l, k in zip(labels, keep) if k), fps=rate, pos=pos,
-        is_virtual=virt[keep], subject=subject, meta=meta)
+        is_virtual=virt[keep], subject=subject, meta=meta, residual=residual)
 
 
 def write_c3d(markers: MarkerTrajectories, path) -> None:
     """Write ``markers`` as a C3D (mm, float storage, Z up), atomically.
 
     Missing samples (NaN in ``pos (F, M, 3)`` m) are written with residual -1, the C3D flag for
-    invalid that every reader honours. Virtual points are listed in ``POINT:VIRTUAL`` (and
+    invalid that every reader honours; the others with ``markers.residual`` (0: computed, as
+    a gap-filled sample), or 0 where it is unknown (NaN, or no residuals). Virtual points are listed in ``POINT:VIRTUAL`` (and
     described as ``'virtual'``), which ``read_c3d`` uses to restore ``is_virtual``; the subject goes to
     ``SUBJECTS:NAMES``. ``markers`` is not modified.
     """
@@ -818,6 +823,11 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     missing = np.isnan(pts[:3]).any(axis=0)  # (M, F)
     pts[:3, missing] = np.nan
     res = np.zeros((1, m, n_frames))
+    if markers.residual is not None:
+        # whole mm (the residual word's step at POINT:SCALE -1; ezc3d truncates), and a
+        # measured sample at least 1: under it, 0.3 mm read back as 0, "computed"
+        mm = np.asarray(markers.residual, float).T * 1000.0
+        res[0] = np.where(mm > 0, np.maximum(np.round(mm), 1.0), 0.0)      # NaN: 0, unknown
     res[0, missing] = -1.0  # ezc3d does not derive this from NaN; without it NaN looks valid
 
     c = ezc3d.c3d()

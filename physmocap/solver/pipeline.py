@@ -519,19 +519,40 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
 
 
 def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "",
-                    first_frame: int = 1) -> MarkerTrajectories:
-    """The capture's markers with gaps filled from the solved body, plus the solved joint
-    centres as virtual points (``<Joint>_JC``): what ``--c3d-out`` writes; its frames keep the
-    capture's numbers (``first_frame``, 1-based)."""
-    filled = np.where(np.isnan(result.pos), result.solved_markers, result.pos)
+                    first_frame: int = 1, residual: np.ndarray | None = None
+                    ) -> MarkerTrajectories:
+    """The capture's markers cleaned by the solve, plus the solved joint centres as virtual
+    points (``<Joint>_JC``): what ``--c3d-out`` writes; its frames keep the capture's numbers
+    (``first_frame``, 1-based).
+
+    Gaps are filled from the solved body, and so are the samples the damage report flags as
+    a swap or a ghost (a label on the wrong marker, a stray reflection: they were kept, the
+    swapped knee's label 20 cm down the shin). Filled samples and joint centres get residual
+    0, "computed" in a C3D; the others keep the capture's ``residual`` (``(F, M)`` m for
+    ``result.labels``; unknown without it). Other outliers (``flagged as outlier``: a poorly
+    seen segment drifting) are kept as measured."""
+    pos = np.array(result.pos)
+    wrong = np.zeros(pos.shape[:2], bool)
+    damage = result.report.get("damage", {})
+    index = {l: m for m, l in enumerate(result.labels)}
+    for e in damage.get("swaps", []) + damage.get("ghosts", []):
+        a, z = e["frames"]
+        for name in e.get("markers", [e.get("marker")]):
+            wrong[a:z, index[name]] = True
+    filled = np.isnan(pos).any(-1) | wrong
+    pos[filled] = result.solved_markers[filled]
+    res = (np.full(pos.shape[:2], np.nan, np.float32) if residual is None
+           else np.array(residual, np.float32))
+    res[filled] = 0.0
     sk = result.motion.skeleton
     jc = result.motion.gpos
     labels = tuple(result.labels) + tuple(f"{n}_JC" for n in sk.names)
-    pos = np.concatenate([filled, jc], axis=1)
     virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
-    return MarkerTrajectories(labels, fps, pos, virtual, subject_name,
-                              {"gap_filled": int(np.isnan(result.pos).any(-1).sum()),
-                               "first_frame": int(first_frame)})
+    return MarkerTrajectories(
+        labels, fps, np.concatenate([pos, jc], axis=1), virtual, subject_name,
+        {"gap_filled": int(np.isnan(result.pos).any(-1).sum()),
+         "swaps_and_ghosts_replaced": int(wrong.sum()), "first_frame": int(first_frame)},
+        np.concatenate([res, np.zeros((len(pos), len(sk)), np.float32)], axis=1))
 
 
 def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: str,
@@ -547,8 +568,11 @@ def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: s
     report = dict(result.report)
     report.update(markerset=spec_name, body=body_name, output=str(output), static=static_path)
     if c3d_out is not None:
+        res = None
+        if markers.residual is not None and set(result.labels) <= set(markers.labels):
+            res = markers.select(result.labels).residual
         write_c3d(cleaned_markers(result, markers.fps, markers.subject,
-                                  markers.meta.get("first_frame", 1)), c3d_out)
+                                  markers.meta.get("first_frame", 1), res), c3d_out)
         report["c3d_out"] = str(c3d_out)
     pig = capture_pig_agreement(markers, result.motion)
     if pig:
