@@ -541,3 +541,11 @@ def test_balance_settings_by_name():
     assert s.balance and s.balance_gains == STEPPING
     with pytest.raises(SettingsError, match="unknown balance 'walk'; known: none, stepping"):
         balance_settings("walk")
+
+
+def test_progress_is_told_from_the_first_frame(body):
+    """The stage's clock starts at its first call: called first at frame 120, a 4 s run was
+    reported as "track 150 in 0.7 s"."""
+    calls = []
+    track(standing(body, 2.5), body, progress=lambda *a: calls.append(a))
+    assert calls[0] == ("track", 1, 150) and calls[-1] == ("track", 150, 150)
