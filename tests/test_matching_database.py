@@ -349,7 +349,7 @@ def test_build_errors(bandai10, data_dir):
         build_database(bandai10[:2], names=["a", "a"])
     with pytest.raises(ShapeError, match="2 names for 3"):
         build_database(bandai10[:3], names=["a", "b"])
-    with pytest.raises(ShapeError, match="fps"):
+    with pytest.raises(SettingsError, match="fps"):
         build_database(bandai10[:1], fps=0)
     m = _synthetic()
     sk = m.skeleton
@@ -371,6 +371,20 @@ def test_build_errors(bandai10, data_dir):
         resample(m, float("nan"))
     with pytest.raises(ShapeError, match="fps must be at most 1000 .*, got 1e[+]09"):
         build_database([m], fps=1e9)     # before resampling asks for terabytes
+    # a script's other arguments: one line each (NaN or negative contact_speed gave a
+    # database with no contact, mirror='no' doubled it, one Motion became one-frame clips)
+    for kw, match in ((dict(contact_speed=float("nan")), "contact_speed must be a finite"),
+                      (dict(contact_speed=-0.15), "contact_speed must be a finite number > 0"),
+                      (dict(fps="abc"), "fps must be a finite"),
+                      (dict(fps=None), "fps must be a finite"),
+                      (dict(position_window=float("nan")), "position_window must be"),
+                      (dict(yaw_window=-1.0), "yaw_window must be"),
+                      (dict(contact_radius=-1), "contact_radius must be a whole number >= 0"),
+                      (dict(mirror="no"), "mirror must be True or False")):
+        with pytest.raises(SettingsError, match="build_database: " + match):
+            build_database([m], **kw)
+    with pytest.raises(ShapeError, match="needs a list of motions, got one Motion"):
+        build_database(m)
 
 
 def test_database_type_checks_its_arrays(db60):

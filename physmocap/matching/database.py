@@ -29,7 +29,8 @@ from .. import quat
 from .._arrays import frozen
 from ..conventions import UP
 from ..errors import (FileFormatError, SettingsError, ShapeError, UnknownNameError,
-                      bad_number, known_list, require_type)
+                      bad_number, known_list, require_counts, require_flags, require_numbers,
+                      require_type)
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -629,12 +630,19 @@ def build_database(motions: Sequence[Motion], names: Sequence[str] | None = None
         ShapeError: no clips, clips with other skeletons, a clip shorter than two frames.
         UnknownNameError: contact joints not found; a ``tags`` key naming no clip.
     """
+    if isinstance(motions, Motion):     # (iterable by frame: it became one-frame clips)
+        raise ShapeError("build_database needs a list of motions, got one Motion; pass "
+                         "[motion]")
     motions = list(motions)
     if not motions:
         raise ShapeError("build_database needs at least one motion")
+    # (a NaN or negative contact speed gave a database with no foot contact at all)
+    require_numbers("build_database", ("fps", "contact_speed"), fps=fps,
+                    contact_speed=contact_speed, position_window=position_window,
+                    yaw_window=yaw_window)
+    require_counts("build_database", ("contact_radius",), contact_radius=contact_radius)
+    require_flags("build_database", mirror=mirror)      # ('no' doubled the database)
     fps = float(fps)
-    if not np.isfinite(fps) or fps <= 0:
-        raise ShapeError(f"fps must be a positive number, got {fps!r}")
     if fps > MAX_FPS:   # (1e9 asked numpy for 346 TiB and blamed the memory)
         raise ShapeError(f"fps must be at most {MAX_FPS:g} (a database rate above the display's "
                          f"adds frames, not motion), got {fps:g}")
