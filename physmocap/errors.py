@@ -73,6 +73,15 @@ def require_type(where: str, value, cls, make: str) -> None:
         raise ShapeError(f"{where} needs a {cls.__name__} ({make}), got {type(value).__name__}")
 
 
+def require_path(where: str, path) -> None:
+    """One ``ShapeError`` line when a script passes something that is not a file path (None,
+    a number) where one goes: pathlib's TypeError named no function."""
+    import os
+    if not isinstance(path, (str, os.PathLike)):
+        raise ShapeError(f"{where} needs a file path (str or pathlib.Path), got "
+                         f"{type(path).__name__}")
+
+
 def require_counts(where: str, zero_ok: tuple = (), **values) -> None:
     """``require_numbers``' twin for whole numbers: one ``SettingsError`` line for the first of
     ``values`` that is not a whole number ``>= 1`` (``>= 0`` for the names in ``zero_ok``)."""

@@ -36,8 +36,11 @@ class Motion:
     def __post_init__(self):
         if not isinstance(self.skeleton, Skeleton):
             raise ShapeError("Motion.skeleton must be a Skeleton")
-        fps = float(self.fps)
-        if not np.isfinite(fps) or fps <= 0:
+        try:
+            fps = float(self.fps)
+        except (TypeError, ValueError):
+            fps = float("nan")
+        if not np.isfinite(fps) or fps <= 0 or isinstance(self.fps, (bool, str)):
             raise ShapeError(f"fps must be a positive number, got {self.fps!r}")
         J = len(self.skeleton)
         lrot = frozen(self.lrot, float, (None, J, 4), "lrot")
@@ -93,7 +96,7 @@ class Motion:
 
     def with_skeleton(self, skeleton: Skeleton) -> "Motion":
         """The same rotations on another skeleton of the same structure (other limb lengths)."""
-        if not skeleton.same_structure(self.skeleton):
+        if not isinstance(skeleton, Skeleton) or not skeleton.same_structure(self.skeleton):
             raise ShapeError("with_skeleton needs a skeleton with the same joints and parents")
         return replace(self, skeleton=skeleton)
 

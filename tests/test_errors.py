@@ -120,3 +120,55 @@ def test_an_unwritable_output_folder_is_named(tmp_path, monkeypatch):
     monkeypatch.undo()
     check_writable(tmp_path / "out.bvh")                # a writable folder: nothing left in it
     assert list(tmp_path.iterdir()) == []
+
+
+def test_more_wrong_objects_are_one_line(tmp_path, data_dir):
+    """A script's natural mistakes (found by an API probe): ``settings="stepping"`` (the CLI's
+    word), a path for a motion or a database, a body by name, ``None`` for a path. Each was an
+    AttributeError or TypeError from deep inside, ``solve_capture``'s after calibration."""
+    from physmocap import Motion
+    from physmocap.io.bvh import read_bvh
+    from physmocap.io.c3d import read_c3d
+    from physmocap.matching.controller import Controller
+    from physmocap.matching.database import build_database, load_database
+    from physmocap.matching.features import compute_features
+    from physmocap.matching.trajectory import PathFollower, load_input
+    from physmocap.markers import MarkerTrajectories
+    from physmocap.playback.live import LivePlayback
+    from physmocap.playback.track import track_any
+    from physmocap.scene import load_body, load_markerset
+    from physmocap.solver.pipeline import solve_capture
+
+    walk = read_bvh(data_dir / "bvh/bandai-namco/ds2_normal_locomotion/"
+                    "dataset-2_walk_normal_001.bvh")[:90]
+    db = build_database([walk])
+    feats = compute_features(db)
+    path = PathFollower([[0.0, 0.0], [5.0, 0.0]], 1.0)
+    ctrl = Controller(db, feats, path)
+    markers = MarkerTrajectories(("A",), 100.0, np.zeros((2, 1, 3)))
+    cases = [(lambda: track_any("walk.bvh"), "track_any needs a Motion"),
+             (lambda: track_any(walk, body="humanoid"), "track_any: body needs a BodyTemplate"),
+             (lambda: track_any(walk, settings="stepping"),
+              "track_any: settings needs a TrackingSettings"),
+             (lambda: LivePlayback(ctrl, mode="physical", settings="stepping"),
+              "LivePlayback: settings needs a TrackingSettings"),
+             (lambda: LivePlayback(ctrl, body="humanoid"),
+              "LivePlayback: body needs a BodyTemplate"),
+             (lambda: Controller("db.npz", feats, path), "Controller needs a PoseDatabase"),
+             (lambda: Controller(db, "f", path), "Controller: features needs a FeatureDatabase"),
+             (lambda: solve_capture(markers, load_markerset("cmu41"), load_body(),
+                                    settings={}),
+              "solve_capture: settings needs a PhysicalSettings")]
+    for call, match in cases:
+        with pytest.raises(ShapeError, match=match + r" \(.*\), got (str|dict)"):
+            call()
+    with pytest.raises(SettingsError, match="LivePlayback: follow must be None or a finite"):
+        LivePlayback(ctrl, follow="1")
+    for fn in (read_bvh, read_c3d, load_database, load_input):
+        with pytest.raises(ShapeError, match=fn.__name__ + r" needs a file path .*got NoneType"):
+            fn(None)
+    for fps in ("abc", None, True):
+        with pytest.raises(ShapeError, match="fps must be a positive number"):
+            Motion(walk.skeleton, fps, walk.root_pos, walk.lrot)
+    with pytest.raises(ShapeError, match="with_skeleton needs a skeleton"):
+        walk.with_skeleton("x")

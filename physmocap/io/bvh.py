@@ -24,7 +24,8 @@ from scipy.spatial.transform import Rotation
 from .. import quat
 from ..conventions import (canonical_unit, infer_length_unit, snap_fps, unit_scale,
                            up_to_zup_matrix)
-from ..errors import FileFormatError, PhysmocapError, UnitError, bad_count, require_type
+from ..errors import (FileFormatError, PhysmocapError, UnitError, bad_count, require_path,
+                      require_type)
 from ..motion import Motion
 from ..skeleton import Skeleton
 from .atomic import atomic_path
@@ -314,6 +315,7 @@ def read_bvh(path, unit: str | None = None, up: str = "y", reroot: bool = True) 
     Raises:
         FileFormatError: unreadable, truncated or inconsistent file (one line naming it).
     """
+    require_path("read_bvh", path)
     path = Path(path)
     try:
         raw = path.read_bytes()

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..conventions import canonical_unit, infer_length_unit, up_to_zup_matrix, unit_scale
-from ..errors import FileFormatError, ShapeError, UnitError, UnknownNameError, require_type
+from ..errors import (FileFormatError, ShapeError, UnitError, UnknownNameError, require_path,
+                      require_type)
 from ..markers import MarkerTrajectories
 from . import _c3d_child
 from .atomic import atomic_path
@@ -683,6 +684,7 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
             header declares points that the parser cannot find.
         UnitError: an unknown ``up``.
     """
+    require_path("read_c3d", path)
     path = Path(path)
     R = None if up is None else up_to_zup_matrix(up)  # validates ``up`` before any work
     if points not in ("markers", "all"):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, ShapeError, require_counts, require_numbers
+from ..errors import SettingsError, ShapeError, require_counts, require_numbers, require_type
 from ..motion import Motion
 from ..skeleton import Skeleton
 from ..spring import character_update, simple_spring_rotation
@@ -141,6 +141,11 @@ class Controller:
     def __init__(self, db: PoseDatabase, features: FeatureDatabase, source,
                  settings: ControllerSettings = ControllerSettings(), index: SearchIndex | None = None,
                  start_frame: int | None = None, start_pos=(0.0, 0.0, 0.0), start_yaw: float = 0.0):
+        require_type("Controller", db, PoseDatabase, "load_database(PATH)")
+        require_type("Controller: features", features, FeatureDatabase,
+                     "compute_features(db)")
+        require_type("Controller: settings", settings, ControllerSettings,
+                     "ControllerSettings(...)")
         if features.n_frames != db.n_frames:
             raise ShapeError("features do not belong to this database (frame counts differ)")
         # a script's mistakes, said here rather than as an AttributeError or IndexError (or NaN

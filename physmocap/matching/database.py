@@ -30,7 +30,7 @@ from .._arrays import frozen
 from ..conventions import UP
 from ..errors import (FileFormatError, SettingsError, ShapeError, UnknownNameError,
                       bad_number, known_list, require_counts, require_flags, require_numbers,
-                      require_type)
+                      require_path, require_type)
 from ..motion import Motion
 from ..skeleton import Skeleton
 
@@ -814,6 +814,7 @@ def save_database(db: PoseDatabase, path) -> None:
 def load_database(path) -> PoseDatabase:
     """Read a database written by ``save_database``. Raises ``FileFormatError`` on a missing,
     corrupt, foreign or wrong-version file."""
+    require_path("load_database", path)
     path = Path(path)
     if not path.is_file():
         raise FileFormatError("no such file", path)

@@ -66,7 +66,7 @@ import numpy as np
 from .. import quat
 from .._arrays import frozen
 from ..conventions import UP_AXES, up_to_zup_matrix
-from ..errors import FileFormatError, PhysmocapError, ShapeError, UnitError
+from ..errors import FileFormatError, PhysmocapError, ShapeError, UnitError, require_path
 from ..spring import character_predict, facing_predict
 
 __all__ = [
@@ -671,6 +671,7 @@ def load_input(path):
     following the schema in this module's docstring. Raises ``FileFormatError`` naming the file."""
     from ..scene import _Checker, _read  # the shared TOML reader and field checks
 
+    require_path("load_input", path)
     path = Path(path)
     if not path.is_file():
         raise FileFormatError("no such input file", path)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import quat
-from ..errors import SettingsError, require_numbers
+from ..errors import SettingsError, bad_number, require_numbers, require_type
 from ..motion import Motion
 from ..scene import BodyTemplate, Environment, load_body
 from .reference import FrameRetargeter, StanceFloor, SwingLift, sole_points, sole_sides
@@ -247,8 +247,13 @@ class LivePlayback(Closing):
                  reference_frame: int | None = None, start_at_rest: bool | None = None):
         from ..matching.controller import output_skeleton
         _need_controller("LivePlayback", controller)
+        # ('stepping' is the CLI's word for the settings STEPPING)
+        require_type("LivePlayback: settings", settings, TrackingSettings,
+                     "TrackingSettings(...) or playback.balance.STEPPING")
+        if body is not None:
+            require_type("LivePlayback: body", body, BodyTemplate, "load_body(NAME)")
         for name, v in (("follow", follow), ("speed_margin", speed_margin)):
-            if v is not None and not (np.isfinite(v) and v >= 0):
+            if v is not None and bad_number(v):
                 raise SettingsError(f"LivePlayback: {name} must be None or a finite number "
                                     f">= 0, got {v!r}")
         if not (np.isfinite(speed_filter_s) and speed_filter_s > 0):

@@ -1192,7 +1192,11 @@ def track_any(motion: Motion, body: BodyTemplate | None = None, mode: str = "ass
     ``matching.retarget.retarget`` onto ``body.skeleton`` first unless the motion already has
     the body's joints (then it keeps its own limb lengths, see ``track``). Arguments as
     ``track``; ``result.reference`` is on the body's skeleton."""
+    require_type("track_any", motion, Motion, "read_bvh(PATH)")
     body = body or load_body()
+    require_type("track_any: body", body, BodyTemplate, "load_body(NAME)")
+    require_type("track_any: settings", settings, TrackingSettings,
+                 "TrackingSettings(...) or STEPPING")
     return track(on_body(motion, body), body, mode=mode, settings=settings, progress=progress,
                  environment=environment, hand_targets=hand_targets)
 

@@ -178,6 +178,7 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
     require_type("solve_capture", markers, MarkerTrajectories, "read_c3d(PATH)")
     require_type("solve_capture", spec, MarkerSetSpec, "load_markerset(NAME), pick_markerset")
     require_type("solve_capture", body, BodyTemplate, "load_body()")
+    require_type("solve_capture: settings", settings, PhysicalSettings, "PhysicalSettings(...)")
     if static is not None:
         require_type("solve_capture: static", static, MarkerTrajectories, "read_c3d(PATH)")
     try:
