@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from physmocap import quat, spring
-from physmocap.errors import FileFormatError, ShapeError
+from physmocap.errors import FileFormatError, ShapeError, UnknownNameError
 from physmocap.matching import trajectory as tr
 from physmocap.matching.trajectory import HeadTrajectory, Joystick, PathFollower
 
@@ -352,6 +352,16 @@ def test_load_input_errors(tmp_path, text, match):
         tr.load_input(p)
     msg = str(exc.value)
     assert msg.startswith(str(p)) and "\n" not in msg
+
+
+def test_load_input_takes_a_shipped_name(tmp_path, monkeypatch):
+    """As ``mm run --input`` does: the README's ``scenes/inputs/...`` path worked only from
+    the repository's folder."""
+    monkeypatch.chdir(tmp_path)
+    src = tr.load_input("straight_walk")
+    assert isinstance(src, tr.Joystick)
+    with pytest.raises(UnknownNameError, match="unknown input 'nope'; known: .*straight_walk"):
+        tr.load_input("nope")
 
 
 def test_load_input_file_errors(tmp_path):

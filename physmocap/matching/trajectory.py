@@ -668,13 +668,14 @@ def input_files(path) -> list[Path]:
 
 def load_input(path):
     """An input source (``Joystick``, ``PathFollower`` or ``HeadTrajectory``) from a TOML file
-    following the schema in this module's docstring. Raises ``FileFormatError`` naming the file."""
-    from ..scene import _Checker, _read  # the shared TOML reader and field checks
+    following the schema in this module's docstring, or a shipped input scene by name
+    (``"straight_walk"``, as ``physmocap mm run --input`` takes it: the relative path
+    ``scenes/inputs/...`` worked only from the repository's folder). Raises
+    ``FileFormatError`` naming the file, ``UnknownNameError`` for an unknown name."""
+    from ..scene import _Checker, _read, _resolve  # the shared TOML reader and field checks
 
     require_path("load_input", path)
-    path = Path(path)
-    if not path.is_file():
-        raise FileFormatError("no such input file", path)
+    path = _resolve(path, "inputs", "input")
     data = _read(path)
     ck = _Checker(path)
     kind_list = ", ".join(_INPUT_KEYS)
