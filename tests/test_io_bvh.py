@@ -110,6 +110,16 @@ def test_written_file_is_portable_flavour(data_dir, tmp_path):
         assert np.abs(read_bvh(out, unit="cm").gpos - m.gpos).max() < 1e-6
 
 
+@pytest.mark.parametrize("unit", ["m", "cm", "mm", "in", "ft"])
+def test_every_unit_write_bvh_writes_is_inferred_back(data_dir, tmp_path, unit):
+    """Written in feet, a file was read back in CMU units, the body 0.24 m tall, silently."""
+    m = read_bvh(data_dir / "bvh/cmu/131_01.bvh")
+    write_bvh(m, tmp_path / "o.bvh", unit=unit)
+    back = read_bvh(tmp_path / "o.bvh")
+    assert back.meta["unit"] == unit
+    assert np.abs(back.gpos - m.gpos).max() < 1e-5
+
+
 def test_reading_never_modifies_input(data_dir):
     f = data_dir / "bvh/cmu/16_57.bvh"
     h = hashlib.sha256(f.read_bytes()).hexdigest()

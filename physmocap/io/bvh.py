@@ -377,7 +377,9 @@ def bvh_to_motion(bvh: BvhFile, path="<bvh>", unit: str | None = None, up: str =
     if inferred:
         span = _tree_span(sk_file)
         try:
-            unit = infer_length_unit(span)
+            # feet too: write_bvh writes them, and a file in feet read as CMU units came back
+            # 0.24 m tall (no real file here changes: all 155 read as before)
+            unit = infer_length_unit(span, candidates=("m", "cm", "mm", "cmu", "in", "ft"))
         except UnitError as exc:
             raise FileFormatError(exc.reason, path) from None
         log.info("%s: no unit in BVH; inferred %s from a limb span of %.4g", path, unit, span)
