@@ -146,8 +146,11 @@ class Joystick:
             given).
 
     ``desired``: the stick turns into a world direction through ``camera_yaw``; the facing is the
-    right stick's direction if pushed, else the velocity's direction if the left stick is pushed,
-    else the last facing a key gave. The velocity is the stick scaled by forward/side/back speeds
+    right stick's direction if pushed, else the left stick's direction if pushed, else the last
+    facing a key gave. (Holden's ``desired_rotation_update`` takes the velocity's direction;
+    the two differ by a few degrees while the character faces away from the stick, where the
+    forward and side speeds differ: 3.9 degrees with the stick full right and the character
+    turned 0.5 rad from it.) The velocity is the stick scaled by forward/side/back speeds
     in the frame of ``sim_rot`` (Holden's ``desired_velocity_update``) or, without ``sim_rot``,
     of the desired facing (then a forward walk is exactly ``forward`` m/s).
     """
