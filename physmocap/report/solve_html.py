@@ -294,7 +294,8 @@ def solve_report_html(trace: SolveTrace, report: dict, title: str | None = None)
             report["plug_in_gait_segments"]), "Each solved segment against the segment frame of "
             "the Plug-in Gait solve the capture holds, once the one fixed rotation between the "
             "two is taken out (they name their axes differently): how differently they move."))
-    sections.append(("Key frames", fig_keyframes(trace, frames, report.get("first_frame", 1)), "Evenly spaced frames plus "
+    sections.append(("Key frames", fig_keyframes(trace, frames, report.get("first_frame", 1)),
+                     "Evenly spaced frames plus "
                      "the frame with the largest inlier residual."))
     return report_page(title, _summary_rows(report), sections, report)
 

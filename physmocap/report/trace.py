@@ -188,7 +188,8 @@ _REPORT_KINDS = {
         "substeps_median", "solve_seconds",
         "frames_per_second")},
     **{k: (dict,) for k in (
-        "per_marker_rms_mm", "per_marker_rms_all_mm", "gap_frames", "outlier_frames", "foot_plant_frames",
+        "per_marker_rms_mm", "per_marker_rms_all_mm", "gap_frames", "outlier_frames",
+        "foot_plant_frames",
         "foot_skate_mm", "joint_limit_hits", "calibration", "seconds", "hand_holds",
         "toes_bent", "damage", "plug_in_gait_segments")},
 }
