@@ -805,9 +805,9 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     Missing samples (NaN in ``pos (F, M, 3)`` m) are written with residual -1, the C3D flag for
     invalid that every reader honours; the others with ``markers.residual`` (0: computed, as
     a gap-filled sample), or 0 where it is unknown (NaN, or no residuals). Virtual points are
-    listed in ``POINT:VIRTUAL`` (and
-    described as ``'virtual'``), which ``read_c3d`` uses to restore ``is_virtual``; the subject goes to
-    ``SUBJECTS:NAMES``. ``markers`` is not modified.
+    listed in ``POINT:VIRTUAL`` (and described as ``'virtual'``), which ``read_c3d`` uses to
+    restore ``is_virtual``; the subject goes to ``SUBJECTS:NAMES``. ``markers`` is not
+    modified.
     """
     import ezc3d
 
