@@ -447,13 +447,21 @@ def _unexplained_frames(residual: np.ndarray, damage: dict, labels, distance: fl
         residual: ``(F, M)`` m, each marker's distance from its landmark (NaN = missing).
         damage: ``damage_report``'s section (its swaps' and ghosts' ``[start, stop)`` frames).
     """
-    far = np.nan_to_num(residual, nan=0.0) > distance
+    far = (np.nan_to_num(residual, nan=0.0) > distance) & ~_swaps_and_ghosts(
+        damage, labels, residual.shape)
+    return int(far.any(axis=1).sum())
+
+
+def _swaps_and_ghosts(damage: dict, labels, shape: tuple) -> np.ndarray:
+    """``shape`` ``(F, M)`` bool: the samples ``damage`` (``damage_report``'s section) flags as
+    a swap or a ghost, ``labels`` naming the columns."""
+    out = np.zeros(shape, bool)
     index = {l: m for m, l in enumerate(labels)}
-    for e in damage["swaps"] + damage["ghosts"]:
+    for e in damage.get("swaps", []) + damage.get("ghosts", []):
         a, z = e["frames"]
         for name in e.get("markers", [e.get("marker")]):
-            far[a:z, index[name]] = False
-    return int(far.any(axis=1).sum())
+            out[a:z, index[name]] = True
+    return out
 
 
 def _mm(x) -> float:
@@ -533,13 +541,7 @@ def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "",
     ``result.labels``; unknown without it). Other outliers (``flagged as outlier``: a poorly
     seen segment drifting) are kept as measured."""
     pos = np.array(result.pos)
-    wrong = np.zeros(pos.shape[:2], bool)
-    damage = result.report.get("damage", {})
-    index = {l: m for m, l in enumerate(result.labels)}
-    for e in damage.get("swaps", []) + damage.get("ghosts", []):
-        a, z = e["frames"]
-        for name in e.get("markers", [e.get("marker")]):
-            wrong[a:z, index[name]] = True
+    wrong = _swaps_and_ghosts(result.report.get("damage", {}), result.labels, pos.shape[:2])
     filled = np.isnan(pos).any(-1) | wrong
     pos[filled] = result.solved_markers[filled]
     res = (np.full(pos.shape[:2], np.nan, np.float32) if residual is None
@@ -571,7 +573,8 @@ def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: s
     if c3d_out is not None:
         res = None
         if markers.residual is not None and set(result.labels) <= set(markers.labels):
-            res = markers.select(result.labels).residual
+            # (its columns only: select() would copy a long take's positions too)
+            res = markers.residual[:, [markers.index(l) for l in result.labels]]
         write_c3d(cleaned_markers(result, markers.fps, markers.subject,
                                   markers.meta.get("first_frame", 1), res), c3d_out)
         report["c3d_out"] = str(c3d_out)
