@@ -251,7 +251,9 @@ class Controller:
                 self.blend = transition_pose(self.blend, *src, *dst)
                 self.frame = best
                 self.clip_stop = self._clip_stop(best)
-                self.record.transitions += 1
+                # (the first search leaves a start frame never shown: no transition to count,
+                # and the page drew one tick fewer than the report's count)
+                self.record.transitions += bool(self.record.frame)
             self.timer = s.search_every
             self.last_search_vel = desired_vel
 
