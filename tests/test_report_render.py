@@ -22,6 +22,27 @@ def test_render_gif_has_one_frame_per_output_tick(demo_solve, tmp_path):
     assert not list(tmp_path.glob(".m.gif*"))                  # no temporary left behind
 
 
+@pytest.mark.parametrize("fps, frame_ms, n", [(30, 30, 9), (60, 20, 13), (25, 40, 7)])
+def test_a_gif_plays_at_the_motions_speed(demo_solve, tmp_path, fps, frame_ms, n):
+    """A GIF keeps frame times in hundredths of a second: asked for 30 fps it was written with
+    0.03 s frames (11 % fast), for 60 fps with 0.01 s (67 % fast). Now frames are taken at the
+    nearest rate a GIF keeps, at most 50 fps (33.3 for 30), so it lasts as the motion does."""
+    from PIL import Image
+
+    from physmocap.report.render import output_fps
+    motion = read_bvh(demo_solve["bvh"], unit="cm")[:31]        # 0.25 s at 120 Hz
+    out = tmp_path / "m.gif"
+    assert render_motion(motion, out, fps=fps) == n
+    assert output_fps(out, fps, motion.fps) == pytest.approx(1000 / frame_ms)
+    with Image.open(out) as im:
+        ms = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            ms.append(im.info["duration"])
+    assert ms == [frame_ms] * n
+    assert (n - 1) * frame_ms / 1000 == pytest.approx(motion.duration, abs=frame_ms / 1000)
+
+
 def test_render_errors(demo_solve, tmp_path, monkeypatch, capsys):
     motion = read_bvh(demo_solve["bvh"], unit="cm")
     with pytest.raises(PhysmocapError, match=".gif or .mp4"):

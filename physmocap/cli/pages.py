@@ -63,7 +63,7 @@ def cmd_view(args) -> int:
 
 def cmd_render(args) -> int:
     from ..progress import Progress
-    from ..report.render import render_motion
+    from ..report.render import output_fps, render_motion
 
     refuse_overwrite([args.motion, args.markers], [args.output])
     motion = _load_motion(args.motion, args.unit)
@@ -71,5 +71,6 @@ def cmd_render(args) -> int:
     n = render_motion(motion, args.output, markers, fps=args.fps,
                       progress=Progress(not args.quiet))
     if not args.quiet:
-        print(f"wrote {args.output} ({n} frames at {min(args.fps, motion.fps):g} fps)")
+        print(f"wrote {args.output} ({n} frames at "
+              f"{output_fps(args.output, args.fps, motion.fps):.4g} fps)")
     return 0
