@@ -22,6 +22,20 @@ def test_the_shipped_walk_reads_as_a_z_up_walk():
     assert np.hypot(travel[0], travel[1]) > 0.5 and abs(travel[2]) < 0.1
 
 
+@pytest.mark.parametrize("name", ["humanoid3d_walk.txt", "humanoid3d_run.txt",
+                                  "humanoid3d_kick.txt"])
+def test_every_frame_is_kept(name):
+    """The files store frame lengths rounded (0.033332 for 1/30): the last frame, the one that
+    closes a loop, was lost (the walk read as 38 of its 39 frames, its root short by 4 cm)."""
+    path = pybullet_motion_path(name)
+    frames = np.array(json.loads(path.read_text())["Frames"])
+    m = read_deepmimic(path)
+    assert m.n_frames == len(frames)
+    assert m.duration == pytest.approx(frames[:-1, 0].sum(), abs=1e-3)
+    last = frames[-1, 1:4] @ np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]).T    # Y up -> Z up
+    np.testing.assert_allclose(m.root_pos[-1], last, atol=1e-9)
+
+
 def test_resampling_keeps_the_clip_and_its_duration():
     path = pybullet_motion_path("humanoid3d_walk.txt")
     a, b = read_deepmimic(path), read_deepmimic(path, fps=120.0)

@@ -109,7 +109,11 @@ def read_deepmimic(path, fps: float | None = None) -> Motion:
     # Resample on a uniform time grid.
     times = np.concatenate([[0.0], np.cumsum(frames[:-1, 0])])
     rate = snap_fps(1.0 / float(np.median(frames[:-1, 0]))) if fps is None else float(fps)
-    grid = np.arange(0.0, times[-1] + 1e-9, 1.0 / rate)
+    # up to the last frame's time within half a frame: the files store frame lengths rounded
+    # (0.033332 for 1/30), and a grid ending at times[-1] exactly lost the last frame (the
+    # one closing a loop) in 12 of the 15 clips pybullet_data ships
+    grid = np.arange(int(np.floor(times[-1] * rate + 0.5)) + 1) / rate
+    grid = np.minimum(grid, times[-1])
     k = np.clip(np.searchsorted(times, grid, side="right") - 1, 0, F - 2)
     t = np.clip((grid - times[k]) / (times[k + 1] - times[k]), 0.0, 1.0)
     root_pos = root_pos[k] + t[:, None] * (root_pos[k + 1] - root_pos[k])
