@@ -56,6 +56,10 @@ def test_inspect_c3d_text(data_dir, capsys):
     code, out, err = run(["inspect", str(data_dir / "c3d/cmu/01_01.c3d")], capsys)
     assert code == 0
     assert "42 physical" in out and "120 Hz" in out and "RBAC-1" in out
+    # a file with Vicon's joint centres: they are counted (inspect read markers only, and
+    # counted 0 virtual points in every file)
+    code, out, err = run(["inspect", str(data_dir / "c3d/cmu/16_57.c3d"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["virtual_points"] == 289
 
 
 def test_inspect_bvh_text(data_dir, capsys):

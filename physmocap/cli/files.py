@@ -52,7 +52,10 @@ def summarize_markers(t) -> dict:
     F = t.n_frames
     return {
         "kind": "markers", "path": t.meta.get("path", ""), "format": "c3d",
-        "markers": int(np.sum(~t.is_virtual)), "virtual_points": int(np.sum(t.is_virtual)),
+        # (read markers only: the file's virtual points are counted by the reader; counted
+        # here they were always 0)
+        "markers": int(np.sum(~t.is_virtual)),
+        "virtual_points": int(t.meta.get("n_virtual", np.sum(t.is_virtual))),
         "labels": list(t.labels), "subject": t.subject,
         "fps": t.fps, "frames": F, "duration_s": round(t.duration, 4),
         "unit": t.meta.get("unit"), "unit_source": t.meta.get("unit_source"),
