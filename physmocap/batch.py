@@ -480,12 +480,44 @@ def run_batch(input_dir, out_dir, settings: BatchSettings = BatchSettings(), wor
     takes = discover(input_dir, out, manifest)
     if not takes:
         raise PhysmocapError("no motion captures (.c3d) found", input_dir)
+    _check_settings(settings)
+    _refuse_overwriting_inputs(takes, out, settings)
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
         summary = _run(takes, out, settings, workers, scheduler, force, progress)
         summary.seconds = time.perf_counter() - t0
         _write_summary(summary, out)
     return summary
+
+
+def _check_settings(settings: BatchSettings) -> None:
+    """The settings every take shares, checked once before any take: a bad ``up`` or body
+    file failed every take alone, said only as "N of N takes failed"."""
+    from .conventions import up_to_zup_matrix
+    from .scene import load_body
+    if settings.up is not None:
+        up_to_zup_matrix(settings.up)
+    load_body(settings.body)
+    settings.key()                       # the marker set named (or its files) found
+
+
+def _refuse_overwriting_inputs(takes: list, out: Path, settings: BatchSettings) -> None:
+    """Inputs are never modified: no take's output (BVH, report, cleaned C3D, stamps) and no
+    summary may be a capture or a static trial. An output folder above the input folder let
+    take ``q/X``'s ``X.clean.c3d`` replace a capture of that name."""
+    inputs = {os.path.realpath(p) for t in takes for p in (t.capture, t.static) if p}
+    for t in takes:
+        paths = _paths(t, out)
+        for key, path in paths.items():
+            if key == "c3d" and not settings.clean_c3d:
+                continue
+            if os.path.realpath(path) in inputs:
+                raise PhysmocapError(f"take {t.name}'s output would overwrite an input file; "
+                                     "write into another folder", path)
+    for name in ("summary.json", "summary.csv"):
+        if os.path.realpath(out / name) in inputs:
+            raise PhysmocapError("the batch summary would overwrite an input file; write into "
+                                 "another folder", out / name)
 
 
 @contextlib.contextmanager

@@ -152,6 +152,32 @@ def test_one_batch_at_a_time_per_output_folder(tmp_path):
             run_batch(tmp_path, tmp_path / "out", workers=0)
 
 
+def test_an_output_that_would_replace_a_capture_is_refused(tmp_path):
+    """The output folder above the input folder: take q/X's cleaned capture is P/q/X.clean.c3d,
+    itself a capture (take X.clean), which it replaced (an audit's finding)."""
+    (tmp_path / "q" / "q").mkdir(parents=True)
+    (tmp_path / "q" / "q" / "X.c3d").write_bytes(b"take")
+    (tmp_path / "q" / "X.clean.c3d").write_bytes(b"capture")
+    with pytest.raises(PhysmocapError, match="take q/X's output would overwrite an input file"):
+        run_batch(tmp_path / "q", tmp_path, BatchSettings(clean_c3d=True), workers=0)
+    assert (tmp_path / "q" / "X.clean.c3d").read_bytes() == b"capture"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q"]          # nothing written
+
+
+@pytest.mark.parametrize("settings, match", [
+    (BatchSettings(up="q"), "unknown up axis 'q'"),
+    (BatchSettings(body="nosuch"), "unknown body"),
+    (BatchSettings(markerset="nosuch"), "unknown marker set"),
+])
+def test_shared_settings_are_checked_before_any_take(tmp_path, settings, match):
+    """Each take failed alone, said only as '2 of 2 takes failed'."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.c3d").write_bytes(b"")
+    with pytest.raises(PhysmocapError, match=match):
+        run_batch(tmp_path / "in", tmp_path / "out", settings, workers=0)
+    assert not (tmp_path / "out").exists()
+
+
 def test_output_folder_inside_input_is_not_searched(tmp_path):
     (tmp_path / "a.c3d").write_bytes(b"")
     (tmp_path / "out" / "x").mkdir(parents=True)
