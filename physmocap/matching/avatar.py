@@ -951,10 +951,10 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
         "transitions": int(record.transitions),
     }
     if truth is not None:
+        rep.update(truth_figures(db, motion, truth))      # (first: no joint shared, said so)
         tr = resample(truth, motion.fps)
         t_db = build_database([tr], names=["truth"], fps=motion.fps,
                               contact_joints=_truth_feet(tr.skeleton, feet))
-        rep.update(truth_figures(db, motion, truth))
         rep.update({
             "truth_foot_skate_mm": round(foot_skate_mm(tr, tuple(t_db.contact_joints),
                                                        np.array(t_db.contacts)), 3),
