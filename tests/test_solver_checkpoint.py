@@ -110,6 +110,20 @@ def test_a_job_that_stored_nothing_leaves_no_folder(tmp_path):
     assert not (tmp_path / "ck").exists()
 
 
+def test_a_solve_stopped_before_its_first_stage_leaves_no_folder(take, tmp_path):
+    """Stopped in the kinematic stage (Ctrl-C), a solve left ``.OUT.bvh.partial`` holding only
+    its key: nothing to resume from (a reliability probe's finding)."""
+    t, spec, body = take
+
+    def stop_in_the_kinematic_stage(stage, done, total):
+        if stage == "kinematic":
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.solve_capture(t, spec, body, checkpoint=tmp_path / "ck",
+                               progress=stop_in_the_kinematic_stage)
+    assert not (tmp_path / "ck").exists()
+
+
 def test_job_key_follows_content_not_identity():
     a = np.arange(12.0).reshape(3, 4)
     assert job_key(a, 1, "x") == job_key(a.copy(), 1, "x")

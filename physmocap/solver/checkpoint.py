@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import PhysmocapError
 from ..io.atomic import atomic_path
 
-__all__ = ["BLOCK", "WARMUP", "Checkpoint", "job_key", "partial_folder"]
+__all__ = ["BLOCK", "WARMUP", "Checkpoint", "drop_if_empty", "job_key", "partial_folder"]
 
 #: frames per physically solved block (~50 s at 120 Hz).
 BLOCK = 6000
@@ -103,12 +103,20 @@ class Checkpoint:
     def drop_if_unused(self) -> None:
         """Delete the folder if this job made it and stored nothing in it: a job refused or
         stopped before its first stage leaves no trace."""
-        try:
-            if self._made and all(p.name == "key.txt" for p in self.folder.iterdir()):
-                shutil.rmtree(self.folder, ignore_errors=True)
-        except OSError:
-            pass                                    # gone already, or unreadable: leave it
+        if self._made:
+            drop_if_empty(self.folder)
 
     def remove(self) -> None:
         """Delete the folder (the solve is complete and written)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def drop_if_empty(folder) -> None:
+    """Delete a checkpoint ``folder`` that holds nothing but its key (no stage stored: nothing
+    to resume from); leave anything else, or a folder gone or unreadable, as it is."""
+    folder = Path(folder)
+    try:
+        if folder.is_dir() and all(p.name == "key.txt" for p in folder.iterdir()):
+            shutil.rmtree(folder, ignore_errors=True)
+    except OSError:
+        pass

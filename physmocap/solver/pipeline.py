@@ -19,7 +19,7 @@ from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
-from .checkpoint import BLOCK, WARMUP, Checkpoint, job_key
+from .checkpoint import BLOCK, WARMUP, Checkpoint, drop_if_empty, job_key
 from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
                        solve_physical)
 from .toes import floor_toes, free_toes, standing_heights
@@ -182,8 +182,15 @@ def solve_capture(markers: MarkerTrajectories, spec: MarkerSetSpec, body: BodyTe
     if static is not None:
         require_type("solve_capture: static", static, MarkerTrajectories, "read_c3d(PATH)")
     try:
-        return _solve_capture(markers, spec, body, static, settings, plants, calibration_frames,
-                              environment, warm, progress, checkpoint)
+        try:
+            return _solve_capture(markers, spec, body, static, settings, plants,
+                                  calibration_frames, environment, warm, progress, checkpoint)
+        except BaseException:
+            # stopped or failed before its first stage was stored: no folder of only its key
+            # left beside the output (``.OUT.bvh.partial/key.txt`` was)
+            if checkpoint is not None:
+                drop_if_empty(checkpoint)
+            raise
     except PhysmocapError as exc:
         if exc.path is not None:
             raise
