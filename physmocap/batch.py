@@ -52,7 +52,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import PhysmocapError
+from .errors import PhysmocapError, raise_terminated
 
 __all__ = ["Take", "BatchSettings", "BatchSummary", "discover", "solve_take", "check_done",
            "run_batch", "format_summary", "MANIFEST", "STATIC_WORDS"]
@@ -415,18 +415,53 @@ def _run_local(todo, out_dir, settings, workers, done_cb):
     # spawn, not fork: a clean interpreter per worker, as a Dask worker has; the workers start
     # during the submits, inside _blas_env.
     with _blas_env(), ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(solve_take, t, out_dir, settings): t for t in todo}
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_signals) as pool:
+        futures = {pool.submit(_worker_take, t, out_dir, settings): t for t in todo}
         try:
             for fut in as_completed(futures):
                 try:
-                    row = fut.result()
+                    row = fut.result()       # (a worker's Terminated is raised on from here)
                 except Exception as exc:  # noqa: BLE001 - includes a worker that died
                     row = _row(futures[fut], "failed", reason=_one_line(exc))
                 done_cb(row)
         except BaseException:
+            # stop the running takes now (leaving the pool joined them: a SIGTERM to the
+            # batch alone let them run to the end, minutes for a long take); each unwinds,
+            # its checkpoint kept for the next run. (The processes are taken first: shutdown
+            # forgets them.)
+            procs = list((getattr(pool, "_processes", None) or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                if proc.is_alive():
+                    proc.terminate()
             raise
+
+
+_IN_TAKE = False      # in a worker process: whether a take is being solved
+
+
+def _worker_take(take: Take, out_dir, settings: BatchSettings) -> dict:
+    """``solve_take`` in a worker process (``_IN_TAKE`` set while it runs)."""
+    global _IN_TAKE
+    _IN_TAKE = True
+    try:
+        return solve_take(take, out_dir, settings)
+    finally:
+        _IN_TAKE = False
+
+
+def _worker_signals() -> None:
+    """In each worker: SIGTERM in a take raises ``Terminated``, as in the main process (its
+    default killed the worker without unwinding: a temporary file left, the take reported
+    failed); between takes it ends the idle worker quietly."""
+    import signal
+
+    def on_term(signum, frame):
+        if _IN_TAKE:
+            raise_terminated(signum, frame)
+        os._exit(143)
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def _run_dask(todo, out_dir, settings, scheduler, done_cb):

@@ -47,6 +47,18 @@ class UnknownNameError(PhysmocapError, KeyError):
         return self.args[0]
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is (``raise_terminated`` as the handler), so that
+    ``finally`` blocks run: atomic writers remove their temporary files, checkpoints keep
+    their finished stages. Not an ``Exception``: nothing catches it by accident."""
+
+
+def raise_terminated(signum, frame):
+    """A SIGTERM handler: ``raise Terminated()`` (the default action kills without unwinding:
+    a batch worker left its temporary file and its take was reported failed)."""
+    raise Terminated()
+
+
 def known_list(names, limit: int = 12) -> str:
     """``'A, B, C, … (40 in all)'`` for error messages."""
     names = [str(n) for n in names]

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from physmocap.batch import (BatchSettings, Take, check_done, discover, format_summary,
@@ -401,3 +402,57 @@ def test_cli_batch_prints_summary_and_exits_1_on_a_failed_take(library, referenc
     lines = err.strip().splitlines()
     assert lines[-1] == (f"physmocap: error: {library}: 1 of 3 takes failed (reasons in "
                          f"{reference[0] / 'summary.csv'})")
+
+
+def _long_take(lib: Path) -> Path:
+    """One take of ~1200 frames (the demo capture tiled): its physical stage runs seconds."""
+    from physmocap.demo import make_demo_capture
+    from physmocap.io.c3d import write_c3d
+    from physmocap.markers import MarkerTrajectories
+    cap, _ = make_demo_capture()
+    pos = np.concatenate([cap.pos] * 8)
+    lib.mkdir(parents=True, exist_ok=True)
+    write_c3d(MarkerTrajectories(cap.labels, cap.fps, pos, subject="demo"), lib / "long.c3d")
+    return lib
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, POSIX signals")
+@pytest.mark.parametrize("whom", ["batch", "worker"])
+def test_sigterm_stops_a_running_take_at_once(tmp_path, whom):
+    """SIGTERM to the batch alone (kill PID, docker stop) let its running take go on to the end
+    (minutes for a long take); to a worker alone it killed the worker without unwinding (a
+    temporary file left, the take stamped failed). Now either stops the take where it is: exit
+    143, no output, no stamp, no temporary file, its checkpoint kept for the next run."""
+    lib, out = _long_take(tmp_path / "lib"), tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "physmocap", "batch", str(lib), "-o",
+                             str(out), "--workers", "1", "-q"], stderr=subprocess.PIPE,
+                            text=True)
+    stage = out / ".long.bvh.partial" / "kinematic.npz"
+    deadline = time.time() + 300
+    while time.time() < deadline and not stage.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    workers = [c for c in _children(proc.pid)
+               if "resource_tracker" not in Path(f"/proc/{c}/cmdline").read_text()]
+    assert len(workers) == 1
+    t0 = time.time()
+    os.kill(proc.pid if whom == "batch" else workers[0], signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "physmocap: terminated"
+    assert time.time() - t0 < 10
+    left = sorted(p.name for p in out.iterdir())
+    assert left == [".long.bvh.partial", ".physmocap_batch.lock"], left
+    assert (out / ".long.bvh.partial" / "kinematic.npz").exists()

@@ -9,7 +9,7 @@ import logging
 import sys
 import warnings
 
-from ..errors import PhysmocapError
+from ..errors import PhysmocapError, Terminated, raise_terminated
 from .avatar import cmd_avatar
 from .common import _non_negative_float, _positive_float, _positive_int
 from .files import cmd_convert, cmd_inspect
@@ -337,10 +337,6 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the main thread is, so ``finally`` blocks run."""
-
-
-def _terminate(signum, frame):
-    raise _Terminated()
+# SIGTERM as an exception (shared with batch's worker processes)
+_Terminated, _terminate = Terminated, raise_terminated
 
