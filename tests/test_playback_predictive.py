@@ -386,8 +386,8 @@ def test_predictive_walks_on_where_stepping_falls(live_db, sharp_turns):
 
 @pytest.fixture(scope="module")
 def fixed_walk():
-    """pybullet_data's walk clip (38 frames at 30 fps) on the body's skeleton, and its wrists
-    as hand targets ``(38, 2, 3)`` m (a three-point avatar's controllers)."""
+    """pybullet_data's walk clip (39 frames at 30 fps) on the body's skeleton, and its wrists
+    as hand targets ``(39, 2, 3)`` m (a three-point avatar's controllers)."""
     from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
     from physmocap.matching.retarget import retarget
     sk = load_body().skeleton
@@ -413,14 +413,15 @@ def test_a_fixed_motion_is_the_committed_chain(fixed_walk, monkeypatch):
     monkeypatch.setattr(P, "_snapshot", spy)
     res, plan = P.track_predictive(motion, settings=SETTINGS,
                                    predict=P.PredictSettings(random_sets=1), hand_targets=hands)
-    assert plan.complete and plan.frames == plan.played == 38
-    assert [f for f, _ in plan.switches] == list(range(2, 38, 8))
+    F = motion.n_frames
+    assert plan.complete and plan.frames == plan.played == F == 39
+    assert [f for f, _ in plan.switches] == list(range(2, F, 8))
     assert plan.report()["simulated_per_played"] > 1
     roots = res.motion.root_pos
     for frame, _ in plan.switches:
         assert np.array_equal(roots[frame - 1], saved[frame]), frame
     rep = res.report()
-    assert rep["frames"] == 38 and rep["falls"] == [] and rep["mode"] == "physical"
+    assert rep["frames"] == F and rep["falls"] == [] and rep["mode"] == "physical"
     # the hands reach for their targets: nearer them than the same search's without them
     from physmocap.playback.reach import reach_report
     free, _ = P.track_predictive(motion, settings=SETTINGS,
@@ -521,11 +522,11 @@ def test_cli_play_predict_a_fixed_motion(tmp_path, capsys):
     assert code == 0 and "predictive: the committed steps" in text
     rep = json.loads((tmp_path / "x.json").read_text())
     pr = rep["predictive"]
-    assert pr["complete"] and pr["frames_planned"] == rep["frames"] == 38
+    assert pr["complete"] and pr["frames_planned"] == rep["frames"] == 39      # every frame
     assert rep["frames_per_second"] == pr["frames_per_second"] < pr[
         "committed_frames_per_second"]
     assert rep["falls"] == [] and rep["root_assist_force_max_n"] == 0.0
-    assert read_bvh(out).n_frames == 38
+    assert read_bvh(out).n_frames == 39
     assert not (tmp_path / ".x.bvh.partial").exists()
     with pytest.raises(SystemExit) as e:
         main(["play", clip, "-o", str(tmp_path / "y.bvh"), "--mode", "physical", "--predict"])

@@ -95,32 +95,10 @@ def joint_angles(motion: Motion, body=None) -> dict:
 
 
 def limit_hits(motion: Motion, body=None) -> np.ndarray:
-    """``(F, J)`` bool: joints at or past the body template's limits, as the solver flags them."""
-    from ..solver.physical import past_limits
-    from ..solver.pipeline import joint_spec_from_body
-
-    body = body or _body()
-    F, J = motion.lrot.shape[:2]
-    out = np.zeros((F, J), bool)
-    sk_names = motion.skeleton.names
-    # The solved BVH may carry End Sites beyond the template's joints: use the template's.
-    idx = [sk_names.index(n) for n in body.names if n in sk_names]
-    if len(idx) != len(body.names):
-        return out
-    spec = joint_spec_from_body(body)
-    jb = [j for j in range(1, len(body.names)) if spec.kind[j] in ("ball", "hinge")]
-    is_hinge = np.array([spec.kind[j] == "hinge" for j in jb])
-    lim = np.nan_to_num(spec.limits[jb], nan=np.pi)
-    lim = np.where(np.isfinite(lim), lim, np.pi)
-    axis = np.nan_to_num(spec.axis[jb])
-    twist = spec.twist_axis[jb]
-    q = motion.lrot[:, [idx[j] for j in jb]]                    # (F, B, 4)
-    B = len(jb)
-    hit = past_limits(q.reshape(-1, 4), np.tile(is_hinge, F), np.tile(axis, (F, 1)),
-                      np.tile(lim, (F, 1)), np.tile(twist, (F, 1)),
-                      twist_mid=np.tile(spec.twist_mid[jb], F)).reshape(F, B)
-    out[:, [idx[j] for j in jb]] = hit
-    return out
+    """``(F, J)`` bool: joints at or past the body template's limits, as the solver flags them
+    (``solver.pipeline.limit_hits``)."""
+    from ..solver.pipeline import limit_hits as hits
+    return hits(motion, body or _body())
 
 
 def fit_marker_offsets(motion: Motion, pos: np.ndarray, body: np.ndarray) -> np.ndarray:

@@ -20,8 +20,8 @@ from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
 from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
 from .checkpoint import BLOCK, WARMUP, Checkpoint, drop_if_empty, job_key
-from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, plant_anchors,
-                       solve_physical)
+from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, past_limits,
+                       plant_anchors, solve_physical)
 from .toes import floor_toes, free_toes, standing_heights
 
 __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body",
@@ -325,11 +325,14 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
         holds[name] = {"frames": int(on.sum()),
                        "error_mm_mean": _mm(err.mean()) if on.any() else None,
                        "error_mm_max": _mm(err.max()) if on.any() else None}
+    # joints at a limit in the motion written (the physical stage's own flags differed from it
+    # by a frame where a pose sat within a fraction of a degree of the margin)
+    hit = limit_hits(motion, body)
     report = _report(markers, labels, pos, residual, kin_residual, phys.clipped[:, :M],
                      phys.substeps, planted, rows,
                      plant_labels, solved,
                      {motion.skeleton.names[j]: int(n)
-                      for j, n in enumerate(phys.limit_hit.sum(axis=0)) if n}, subject,
+                      for j, n in enumerate(hit.sum(axis=0)) if n}, subject,
                      timings=dict(calibrate=t_cal - t0, kinematic=t_kin - t_cal,
                                   physical=t_phys - t_kin, total=t_phys - t0))
     report["hand_holds"] = holds
@@ -344,7 +347,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     report["frames_over_40mm_unexplained"] = _unexplained_frames(
         residual, report["damage"], labels, 0.040)
     return SolveResult(motion, kin_motion, subject, labels, pos, solved, residual,
-                       phys.clipped[:, :M], planted, plant_labels, report, phys.limit_hit)
+                       phys.clipped[:, :M], planted, plant_labels, report, hit)
 
 
 def _physical_in_blocks(sk, ms, pos, fps, init: Motion, jspec, settings, anchors, anchor_rows,
@@ -468,6 +471,32 @@ def _swaps_and_ghosts(damage: dict, labels, shape: tuple) -> np.ndarray:
         a, z = e["frames"]
         for name in e.get("markers", [e.get("marker")]):
             out[a:z, index[name]] = True
+    return out
+
+
+def limit_hits(motion: Motion, body: BodyTemplate) -> np.ndarray:
+    """``(F, J)`` bool: joints of ``motion`` at or past ``body``'s limits (``past_limits``,
+    its 0.5 degree margin); all False when the motion lacks a joint of the template."""
+    F, J = motion.lrot.shape[:2]
+    out = np.zeros((F, J), bool)
+    sk_names = motion.skeleton.names
+    # The solved BVH may carry End Sites beyond the template's joints: use the template's.
+    idx = [sk_names.index(n) for n in body.names if n in sk_names]
+    if len(idx) != len(body.names):
+        return out
+    spec = joint_spec_from_body(body)
+    jb = [j for j in range(1, len(body.names)) if spec.kind[j] in ("ball", "hinge")]
+    is_hinge = np.array([spec.kind[j] == "hinge" for j in jb])
+    lim = np.nan_to_num(spec.limits[jb], nan=np.pi)
+    lim = np.where(np.isfinite(lim), lim, np.pi)
+    axis = np.nan_to_num(spec.axis[jb])
+    twist = spec.twist_axis[jb]
+    q = motion.lrot[:, [idx[j] for j in jb]]                    # (F, B, 4)
+    B = len(jb)
+    hit = past_limits(q.reshape(-1, 4), np.tile(is_hinge, F), np.tile(axis, (F, 1)),
+                      np.tile(lim, (F, 1)), np.tile(twist, (F, 1)),
+                      twist_mid=np.tile(spec.twist_mid[jb], F)).reshape(F, B)
+    out[:, [idx[j] for j in jb]] = hit
     return out
 
 
