@@ -730,3 +730,16 @@ def test_play_loop_repeats_the_gait_cycle(tmp_path, capsys):
     code, out, err = run(["play", str(tmp_path / "db.npz"), "--input", "straight_walk", "-o",
                           str(tmp_path / "x.bvh"), "--loop", "4"], capsys)
     assert code == 1 and "--loop" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_reader_that_goes_away_is_not_an_error(data_dir):
+    """``physmocap inspect FILE | head -1``: 'physmocap: error: Broken pipe' and exit 1 (or
+    Python's 'Exception ignored' at exit) before; now quiet, 141 as a shell reports SIGPIPE."""
+    p = subprocess.Popen([sys.executable, "-m", "physmocap", "inspect",
+                          str(data_dir / "c3d/cmu/16_57.c3d"), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait()
+    p.stderr.close()
+    assert p.returncode == 141 and err == b""

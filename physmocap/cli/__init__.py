@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 
@@ -314,10 +315,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (main() called from a worker): leave it alone
         previous = None
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()          # (a closed pipe raises here, not at exit, past the handlers)
+        return code
     except PhysmocapError as exc:
         print(f"physmocap: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:     # the reader went away (inspect ... | head): not an error
+        # (stdout points at nothing from here, so the exit's flush cannot raise again)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):     # not a file (a script's capture)
+            pass
+        return 141
     except OSError as exc:      # a file the library did not open itself (permissions, disk full)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"physmocap: error: {where}{exc.strerror or _one_line(exc)}", file=sys.stderr)
