@@ -115,11 +115,10 @@ def _run(args) -> int:
             # (its world is the retargeting's, scaled about the floor: the truth is too)
             from ..matching.retarget import root_scale
             world = root_scale(motion, physics.motion.skeleton)
-            rep["physics"]["truth"] = av.truth_figures(db, physics.motion, truth, world=world)
             falls = rep["physics"]["falls"]
-            if falls:
-                rep["physics"]["truth"]["until_first_fall"] = av.truth_figures(
-                    db, physics.motion, truth, until_s=falls[0]["since_s"], world=world)
+            rep["physics"]["truth"] = av.truth_figures(
+                db, physics.motion, truth, until_s=falls[0]["since_s"] if falls else None,
+                world=world)
         # the simulated avatar's page; the avatar's own figures folded in beside its physics
         _write_play_reports(args, physics, rep, page=lambda r: dict(
             r["physics"], input=str(args.tracking), database=str(args.inputs[0]),

@@ -907,12 +907,19 @@ def truth_figures(db: PoseDatabase, motion: Motion, truth: Motion,
                   world: tuple[float, float] | None = None) -> dict:
     """``mpjpe_m``, ``lower_body_error_m``, ``upper_body_error_m`` (m, means over frames and
     joints), ``joints_compared``, ``frames_compared`` of ``motion`` against ``truth``
-    (``truth_errors``, ``world`` as there), over the frames up to ``until_s`` s if given (a
-    fall's start)."""
+    (``truth_errors``, ``world`` as there); with ``until_s`` (a fall's start, s) the same over
+    the frames up to it as ``until_first_fall``."""
     err, is_low, _ = truth_errors(db, motion, truth, world)
+    out = _error_figures(err, is_low)
     if until_s is not None:
-        err = err[:max(1, int(np.floor(until_s * motion.fps)) + 1)]
+        out["until_first_fall"] = _error_figures(
+            err[:max(1, int(np.floor(until_s * motion.fps)) + 1)], is_low)
+    return out
 
+
+def _error_figures(err: np.ndarray, is_low: np.ndarray) -> dict:
+    """``truth_figures``' means of ``err (n, K)`` m, all joints, the ``is_low`` ones and the
+    rest."""
     def mean(x):
         return round(float(x.mean()), 4) if x.size else None
     return {"mpjpe_m": mean(err), "lower_body_error_m": mean(err[:, is_low]),
@@ -951,8 +958,9 @@ def avatar_report(db: PoseDatabase, motion: Motion, record: AvatarRecord,
         "transitions": int(record.transitions),
     }
     if truth is not None:
-        rep.update(truth_figures(db, motion, truth))      # (first: no joint shared, said so)
-        tr = resample(truth, motion.fps)
+        # (first: no joint shared, said so; then its feet)
+        err, is_low, tr = truth_errors(db, motion, truth)
+        rep.update(_error_figures(err, is_low))
         t_db = build_database([tr], names=["truth"], fps=motion.fps,
                               contact_joints=_truth_feet(tr.skeleton, feet))
         rep.update({
