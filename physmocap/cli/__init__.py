@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     # temporary files and leave the old output in place; the default action would not.
     import signal
     try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
     except ValueError:  # not the main thread (main() called from a worker): leave it alone
         previous = None
     try:
@@ -339,14 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("physmocap: interrupted", file=sys.stderr)
         return 130
-    except _Terminated:
+    except Terminated:
         print("physmocap: terminated", file=sys.stderr)
         return 143
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-# SIGTERM as an exception (shared with batch's worker processes)
-_Terminated, _terminate = Terminated, raise_terminated
-

@@ -46,12 +46,11 @@ def render_motion(motion: Motion, path, markers: MarkerTrajectories | None = Non
         raise PhysmocapError(f"render: fps must be a finite number >= 0.01, got {fps!r}")
     plt = pyplot()
     from matplotlib import animation
+    out_fps = output_fps(path, fps, motion.fps)
     if suffix == ".mp4":
         if not animation.writers.is_available("ffmpeg"):
             raise PhysmocapError("writing .mp4 needs ffmpeg on PATH (apt-get install ffmpeg); "
                                  "or write a .gif", path)
-    out_fps = output_fps(path, fps, motion.fps)
-    if suffix == ".mp4":
         writer = animation.FFMpegWriter(fps=out_fps)
     else:
         # (PillowWriter saves int(1000 / fps) ms: a hair under the rate, so n hundredths
