@@ -45,6 +45,62 @@ def test_path_following_and_smoothness(small_db, project_root):
     assert motion.skeleton.names[0] == "Hips" and output_skeleton(db).names == motion.skeleton.names
 
 
+def test_the_first_frame_is_the_matched_pose_not_a_blend_from_the_start_frame(small_db):
+    """The start frame is never shown: the first search's jump is not blended (the first
+    frames moved out of the first clip's pose at twice the database's pace) nor counted."""
+    db, feats = small_db
+    ctrl = Controller(db, feats, load_input("straight_walk"))
+    start = ctrl.frame
+    _, _, lpos, lrot = ctrl.step()
+    assert ctrl.frame != start + 1                                  # the search moved away
+    np.testing.assert_allclose(lrot, db.lrot[ctrl.frame, 1:], atol=1e-6)
+    np.testing.assert_allclose(lpos, db.lpos[ctrl.frame, 1:], atol=1e-6)
+    assert ctrl.record.transitions == 0
+
+
+def _angle_deg(a, b) -> float:
+    """deg, the largest joint rotation between local poses ``a`` and ``b`` ``(J, 4)``."""
+    from physmocap import quat
+    d = quat.mul(quat.inv(np.asarray(a)), np.asarray(b))
+    return float(np.degrees(2 * np.arccos(np.clip(np.abs(d[:, 3]), 0, 1))).max())
+
+
+def test_a_placed_start_frame_is_blended_out_of(small_db):
+    """``place(k)``: a pose shown at t = 0 (a simulated body stands in it): the first frames
+    ease out of it, not jump to the first search's pick; ``at_rest``: out of stillness, so
+    the first frame moves less than out of frame k's own walk (0.4 m/s)."""
+    db, feats = small_db
+    moved = {}
+    for at_rest in (False, True):
+        ctrl = Controller(db, feats, load_input("straight_walk"))
+        ctrl.place(0, at_rest=at_rest)
+        assert ctrl.start_shown
+        _, _, _, lrot = ctrl.step()
+        assert ctrl.frame != 1                                       # the search moved away
+        moved[at_rest] = _angle_deg(db.lrot[0, 1:], lrot)
+        assert _angle_deg(db.lrot[ctrl.frame, 1:], lrot) > 5 * moved[at_rest]
+    print("first frame's largest joint turn from the placed pose (deg)", moved)
+    assert moved[True] < moved[False]
+    assert Controller(db, feats, load_input("straight_walk"), start_frame=0).start_shown
+
+
+@pytest.mark.parametrize("frame, match", [
+    (-1, "frame must be"), (True, "frame must be"), ("0", "frame must be"),
+    (10 ** 9, r"frame must be a database frame 0\.\.")])
+def test_place_refuses_what_is_not_a_frame(small_db, frame, match):
+    db, feats = small_db
+    with pytest.raises(SettingsError, match=match):
+        Controller(db, feats, load_input("straight_walk")).place(frame)
+
+
+def test_place_refuses_a_controller_that_has_stepped(small_db):
+    db, feats = small_db
+    ctrl = Controller(db, feats, load_input("straight_walk"))
+    ctrl.step()
+    with pytest.raises(SettingsError, match="already stepped"):
+        ctrl.place(0)
+
+
 def test_joystick_walk_goes_where_asked(small_db):
     db, feats = small_db
     stick = Joystick.from_keys([(0.0, 0.0, 1.0, False)], walk_speeds=(1.15, 1.0, 0.9))

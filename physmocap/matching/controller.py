@@ -143,7 +143,9 @@ class Controller:
         source: an input source with ``desired(t, sim_pos, sim_rot) -> (vel (3,), rot (4,))``.
         settings: ``ControllerSettings``.
         index: a prebuilt ``SearchIndex`` (built here if ``None``).
-        start_frame: database frame to start from (default: the first searchable frame).
+        start_frame: database frame the character stands in at t = 0: its pose is blended
+            out of at the first search (``place``). Default: none shown; the first searchable
+            frame is the first search's current frame and the frame it picks is shown as is.
         start_pos, start_yaw: where the character stands at t = 0 (m, rad).
     """
 
@@ -198,6 +200,25 @@ class Controller:
         self.traj_times = np.array(features.trajectory_frames, float) / features.fps
         self.record = ControllerRecord()
         self.pose = self._db_pose(self.frame)
+        self.start_shown = start_frame is not None
+
+    def place(self, frame: int, at_rest: bool = False) -> None:
+        """Start in database frame ``frame``, its pose shown at t = 0 (a simulated body placed
+        in it): the first search blends out of it, and out of stillness if ``at_rest`` (a body
+        placed at rest, not moving as the frame moves). Only before the first ``step``."""
+        if self.record.frame:
+            raise SettingsError("Controller.place: the controller has already stepped; place "
+                                "it before the first step")
+        require_counts("Controller.place", ("frame",), frame=frame)
+        if frame >= self.db.n_frames:
+            raise SettingsError(f"Controller.place: frame must be a database frame "
+                                f"0..{self.db.n_frames - 1}, got {frame}")
+        self.frame = int(frame)
+        self.clip_stop = self._clip_stop(self.frame)
+        lpos, lvel, lrot, lang = self._db_pose(self.frame)
+        self.pose = ((lpos, np.zeros_like(lvel), lrot, np.zeros_like(lang)) if at_rest
+                     else (lpos, lvel, lrot, lang))
+        self.start_shown = True
 
     # --- database access ------------------------------------------------------------------
 
@@ -248,13 +269,16 @@ class Controller:
                 best_cost=np.inf if end_near or not self.valid[self.frame] else cur_cost)
             self.record.search_seconds.append(time.perf_counter() - t0)
             if best >= 0 and best != self.frame:
-                src, dst = self._db_pose(self.frame), self._db_pose(best)
-                self.blend = transition_pose(self.blend, *src, *dst)
+                # a start frame never shown (``start_shown``) is nothing to blend from: the
+                # first frames moved out of an arbitrary pose at twice the database's pace for
+                # 0.15 s. Nor is the first search a transition (the page draws none).
+                if self.record.frame or self.start_shown:
+                    src = self._db_pose(self.frame) if self.record.frame else self.pose
+                    dst = self._db_pose(best)
+                    self.blend = transition_pose(self.blend, *src, *dst)
+                self.record.transitions += bool(self.record.frame)
                 self.frame = best
                 self.clip_stop = self._clip_stop(best)
-                # (the first search leaves a start frame never shown: no transition to count,
-                # and the page drew one tick fewer than the report's count)
-                self.record.transitions += bool(self.record.frame)
             self.timer = s.search_every
             self.last_search_vel = desired_vel
 

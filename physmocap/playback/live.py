@@ -226,15 +226,16 @@ class LivePlayback(Closing):
         start_at_rest: the body starts at rest in the first reference pose (``True``) or
             with the velocities from it to the next (``False``); ``None``: at rest when the
             controller starts with it (its clock at 0: a live input starts from standing),
-            moving when it joins a controller already running. The controller starts at a
-            database frame that may be walking (the live database's first clip, a left turn,
-            at 0.4 m/s) and its first search may turn the other way: measured fully physical
-            (``STEPPING``, six headings, ``benchmarks/physical_diagnosis.py live_mirrored``),
-            the figure eight turned the other way up 20 s in 4 of 6 headings at rest, 0 of 6
-            moving (down at 0.9-2.0 s: a first landing of 3.5 body weights and a yaw push
-            that set the body spinning); as shipped 6 of 6 both ways. But a body at rest
-            under a reference already walking falls (``live_start``: physics joining the
-            straight walk 3 s in, down at 1.22 s at rest, up 20 s moving).
+            moving when it joins a controller already running. A controller given no
+            ``start_frame`` that has not stepped is placed (``Controller.place``) in the
+            reference frame, still when the body starts at rest, and eases out of it (the
+            frame may be walking: the live database's first clip, a left turn, at 0.4 m/s).
+            Measured fully physical (``STEPPING``, six headings,
+            ``benchmarks/physical_diagnosis.py live_mirrored``), the figure eight turned the
+            other way with the body started moving: up 20 s in 0 of 6 (down at 0.9-2.0 s: a
+            first landing of 3.5 body weights and a yaw push that set the body spinning). But
+            a body at rest under a reference already walking falls (``live_start``: physics
+            joining the straight walk 3 s in, down at 1.22 s at rest, up 20 s moving).
     """
 
     # frames ``step`` plays before the world is first stepped (the first places and steps)
@@ -287,6 +288,14 @@ class LivePlayback(Closing):
         self.speed_margin = speed_margin
         self.start_at_rest = (float(controller.t) == 0.0 if start_at_rest is None
                               else start_at_rest)
+        # the body is placed in the first pose: a controller that has shown none starts in
+        # frame k, still when the body is, and eases out of it. Measured on the figure eight
+        # and its mirror, 28 headings each (``physical_diagnosis.py``'s ``HEADINGS_28``), up
+        # 20 s: eased out of stillness 21 and 28; out of k's own walk (a left turn) 26 and 24
+        # (the mirror down at 1.4-2.9 s, walking off the wrong way); shown as is, the first
+        # search's pick (a walk under way) 9 and 28
+        if not controller.record.frame and not controller.start_shown:
+            controller.place(k, at_rest=self.start_at_rest)
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
         if speed_margin is not None:
