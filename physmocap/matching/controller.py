@@ -202,10 +202,9 @@ class Controller:
         self.pose = self._db_pose(self.frame)
         self.start_shown = start_frame is not None
 
-    def place(self, frame: int, at_rest: bool = False) -> None:
+    def place(self, frame: int) -> None:
         """Start in database frame ``frame``, its pose shown at t = 0 (a simulated body placed
-        in it): the first search blends out of it, and out of stillness if ``at_rest`` (a body
-        placed at rest, not moving as the frame moves). Only before the first ``step``."""
+        in it): the first search blends out of it. Only before the first ``step``."""
         if self.record.frame:
             raise SettingsError("Controller.place: the controller has already stepped; place "
                                 "it before the first step")
@@ -215,9 +214,7 @@ class Controller:
                                 f"0..{self.db.n_frames - 1}, got {frame}")
         self.frame = int(frame)
         self.clip_stop = self._clip_stop(self.frame)
-        lpos, lvel, lrot, lang = self._db_pose(self.frame)
-        self.pose = ((lpos, np.zeros_like(lvel), lrot, np.zeros_like(lang)) if at_rest
-                     else (lpos, lvel, lrot, lang))
+        self.pose = self._db_pose(self.frame)
         self.start_shown = True
 
     # --- database access ------------------------------------------------------------------
@@ -273,8 +270,7 @@ class Controller:
                 # first frames moved out of an arbitrary pose at twice the database's pace for
                 # 0.15 s. Nor is the first search a transition (the page draws none).
                 if self.record.frame or self.start_shown:
-                    src = self._db_pose(self.frame) if self.record.frame else self.pose
-                    dst = self._db_pose(best)
+                    src, dst = self._db_pose(self.frame), self._db_pose(best)
                     self.blend = transition_pose(self.blend, *src, *dst)
                 self.record.transitions += bool(self.record.frame)
                 self.frame = best

@@ -228,8 +228,8 @@ class LivePlayback(Closing):
             controller starts with it (its clock at 0: a live input starts from standing),
             moving when it joins a controller already running. A controller given no
             ``start_frame`` that has not stepped is placed (``Controller.place``) in the
-            reference frame, still when the body starts at rest, and eases out of it (the
-            frame may be walking: the live database's first clip, a left turn, at 0.4 m/s).
+            reference frame and eases out of it (the frame may be walking: the live
+            database's first clip, a left turn, at 0.4 m/s).
             Measured fully physical (``STEPPING``, six headings,
             ``benchmarks/physical_diagnosis.py live_mirrored``), the figure eight turned the
             other way with the body started moving: up 20 s in 0 of 6 (down at 0.9-2.0 s: a
@@ -289,13 +289,14 @@ class LivePlayback(Closing):
         self.start_at_rest = (float(controller.t) == 0.0 if start_at_rest is None
                               else start_at_rest)
         # the body is placed in the first pose: a controller that has shown none starts in
-        # frame k, still when the body is, and eases out of it. Measured on the figure eight
-        # and its mirror, 28 headings each (``physical_diagnosis.py``'s ``HEADINGS_28``), up
-        # 20 s: eased out of stillness 21 and 28; out of k's own walk (a left turn) 26 and 24
-        # (the mirror down at 1.4-2.9 s, walking off the wrong way); shown as is, the first
-        # search's pick (a walk under way) 9 and 28
+        # frame k and eases out of it (k is the first searchable frame of the benchmarks' live
+        # database: its figures are this start's). Measured on the figure eight and its
+        # mirror, 28 headings each (``physical_diagnosis.py``'s ``HEADINGS_28``), up 20 s:
+        # from k 26 and 24; shown as is, the first search's pick (a walk under way) 9 and 28;
+        # eased out of k held still 21 and 28, and the straight walk at 0.7 m/s up in 2 of 6
+        # headings, not 6 (``envelope``)
         if not controller.record.frame and not controller.start_shown:
-            controller.place(k, at_rest=self.start_at_rest)
+            controller.place(k)
         self._vel = np.zeros(2)               # m/s, the body's filtered horizontal velocity
         self._speed_a = 1.0 - np.exp(-controller.dt / speed_filter_s)
         if speed_margin is not None:
