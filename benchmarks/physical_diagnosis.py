@@ -43,7 +43,8 @@ joint_max_torque=190``; ``benchmarks/RESULTS.md``, "Live coupling, fully physica
   figure eight and the sharp turns, their paths' way-points turned to the six headings) and
   the head circle (once; a recorded head is not turned); ``live_mirrored`` the same three
   inputs mirrored (y -> -y: each turn the other way; the headings mirrored too): a body and a
-  database with left and right alike would do the same;
+  database with left and right alike would do the same; ``figure_eight_28`` the figure
+  eight and its mirror over ``HEADINGS_28`` (about 8 minutes);
 * ``turn_clips``: ``STEPPING`` on the captured turning walks themselves (Bandai-Namco
   ``walk-turn-left`` / ``walk-turn-right`` 001-012: 80-115° turns, the hips turning at up to
   70-112°/s over 0.5 s; tracked from 0.5 s in, as ``track`` prepares them), and on
@@ -1355,6 +1356,8 @@ def main(argv: list[str]) -> None:
                                                         "head_circle")),
              "live_mirrored": lambda: live_headings(names=("figure_eight", "sharp_turns",
                                                            "head_circle"), mirror=True),
+             "figure_eight_28": lambda: [live_headings(HEADINGS_28, names=("figure_eight",),
+                                                       mirror=m) for m in (False, True)],
              "turn_clips": turn_clips, "live_stands": live_stands, "solved_loop": solved_loop,
              "solved_cycles": solved_cycles,
              "solved_cycles_template": lambda: solved_cycles(on_template=True),
