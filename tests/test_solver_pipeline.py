@@ -132,3 +132,4 @@ def test_limit_hits_in_blocks_is_the_whole_take_at_once(monkeypatch, rng):
     np.testing.assert_array_equal(blocked, whole)
     for f in (0, 13, 29):
         np.testing.assert_array_equal(pipeline.limit_hits(m[f:f + 1], body)[0], whole[f])
+    assert pipeline.limit_hits(m[:0], body).shape == (0, len(body.names))  # (range step 0)

@@ -497,7 +497,7 @@ def limit_hits(motion: Motion, body: BodyTemplate) -> np.ndarray:
     cols = [idx[j] for j in jb]
     # in blocks of frames: the whole take at once peaked 396 MB above its input for a
     # 10-minute take (the joints' temporaries are tiled per frame), 2.4 GB for an hour
-    n = min(F, _LIMIT_BLOCK)
+    n = max(1, min(F, _LIMIT_BLOCK))                  # (1: a motion of no frames)
     tiles = (np.tile(is_hinge, n), np.tile(axis, (n, 1)), np.tile(lim, (n, 1)),
              np.tile(twist, (n, 1)), np.tile(spec.twist_mid[jb], n))
     for a in range(0, F, n):
