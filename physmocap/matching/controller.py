@@ -166,10 +166,7 @@ class Controller:
                                 f"(Joystick, PathFollower, HeadTrajectory), got "
                                 f"{type(source).__name__}")
         if start_frame is not None:
-            require_counts("Controller", ("start_frame",), start_frame=start_frame)
-            if start_frame >= db.n_frames:
-                raise SettingsError(f"Controller: start_frame must be a database frame "
-                                    f"0..{db.n_frames - 1}, got {start_frame}")
+            _check_frame(db, "Controller", "start_frame", start_frame)
         pos = np.asarray(start_pos, float)
         yaw_ok = (isinstance(start_yaw, numbers.Real) and not isinstance(start_yaw, bool)
                   and np.isfinite(start_yaw))
@@ -183,8 +180,6 @@ class Controller:
                                           db.tags)
         self.dt = 1.0 / db.fps
         self.t = 0.0
-        self.frame = int(np.flatnonzero(self.valid)[0]) if start_frame is None else int(start_frame)
-        self.clip_stop = self._clip_stop(self.frame)
         J = len(db.names) - 1
         self.blend = InertializeState.zeros(J)
         yaw_q = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), start_yaw)
@@ -199,8 +194,8 @@ class Controller:
         # 0.68 / 1.0 s for 0.333 / 0.666 / 1.0: a query off its own frame's features)
         self.traj_times = np.array(features.trajectory_frames, float) / features.fps
         self.record = ControllerRecord()
-        self.pose = self._db_pose(self.frame)
-        self.start_shown = start_frame is not None
+        self._start_in(int(np.flatnonzero(self.valid)[0]) if start_frame is None
+                       else int(start_frame), shown=start_frame is not None)
 
     def place(self, frame: int) -> None:
         """Start in database frame ``frame``, its pose shown at t = 0 (a simulated body placed
@@ -208,14 +203,16 @@ class Controller:
         if self.record.frame:
             raise SettingsError("Controller.place: the controller has already stepped; place "
                                 "it before the first step")
-        require_counts("Controller.place", ("frame",), frame=frame)
-        if frame >= self.db.n_frames:
-            raise SettingsError(f"Controller.place: frame must be a database frame "
-                                f"0..{self.db.n_frames - 1}, got {frame}")
-        self.frame = int(frame)
-        self.clip_stop = self._clip_stop(self.frame)
-        self.pose = self._db_pose(self.frame)
-        self.start_shown = True
+        _check_frame(self.db, "Controller.place", "frame", frame)
+        self._start_in(int(frame), shown=True)
+
+    def _start_in(self, frame: int, shown: bool) -> None:
+        """The start frame, its clip's end and pose; ``shown``: blended out of at the first
+        search (else the search's pick is shown as is)."""
+        self.frame = frame
+        self.clip_stop = self._clip_stop(frame)
+        self.pose = self._db_pose(frame)
+        self.start_shown = shown
 
     # --- database access ------------------------------------------------------------------
 
@@ -349,6 +346,14 @@ def run_controller(controller: Controller, duration: float, progress=None
             progress("controller", i + 1, n)
     return Motion(sk, controller.db.fps, root, quat.normalize(lrot),
                   {"source": "motion matching", "up": controller.db.up}), controller.record
+
+
+def _check_frame(db: PoseDatabase, where: str, name: str, frame) -> None:
+    """One-line ``SettingsError`` unless ``frame`` is a frame index of ``db``."""
+    require_counts(where, (name,), **{name: frame})
+    if frame >= db.n_frames:
+        raise SettingsError(f"{where}: {name} must be a database frame 0..{db.n_frames - 1}, "
+                            f"got {frame}")
 
 
 def _checked_desired(source, out) -> tuple[np.ndarray, np.ndarray]:
