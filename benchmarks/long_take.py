@@ -8,6 +8,8 @@ the unavoidable per-frame arrays (input markers, output motion) so growth can be
 
     python benchmarks/long_take.py --minutes 1 2 5 [--extrapolate 60]
     python benchmarks/long_take.py --cli --minutes 1 10 60     # through a C3D file and the CLI
+    python benchmarks/long_take.py --cli --c3d-out --minutes 3   # ... writing the cleaned C3D too
+    python benchmarks/long_take.py --cli --report-html --minutes 3   # ... and the HTML report
 """
 from __future__ import annotations
 
@@ -76,9 +78,13 @@ def child(minutes: float) -> None:
                       "timings": res.report["seconds"]}))
 
 
-def via_cli(minutes: float, workdir: Path) -> dict:
+_NAMES = {"c3d-out": "clean.c3d", "report-html": "report.html"}
+
+
+def via_cli(minutes: float, workdir: Path, extra: tuple[str, ...] = ()) -> dict:
     """The user's path: the tiled take written as a C3D, then ``physmocap solve`` on it (read,
-    solve, BVH and JSON report written) in its own process; its peak RSS from ``wait4``."""
+    solve, BVH and JSON report written; ``extra`` of ``c3d-out``, ``report-html``: the cleaned
+    C3D, the HTML report too) in its own process; its peak RSS from ``wait4``."""
     c3d = workdir / f"take_{minutes:g}min.c3d"
     # The C3D is written by another process: Linux counts a child's RSS before its exec (this
     # process's, after writing gigabytes) into the child's ru_maxrss, so this one stays small.
@@ -87,7 +93,9 @@ def via_cli(minutes: float, workdir: Path) -> dict:
     bvh, rep = workdir / "out.bvh", workdir / "out.json"
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "physmocap", "solve", str(c3d), "-o", str(bvh),
-                             "--report", str(rep)], stdout=subprocess.PIPE,
+                             "--report", str(rep)]
+                            + [a for e in extra for a in (f"--{e}", str(workdir / _NAMES[e]))],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -108,6 +116,10 @@ def main() -> None:
     ap.add_argument("--extrapolate", type=float, default=60.0)
     ap.add_argument("--cli", action="store_true",
                     help="write each take as a C3D and run `physmocap solve` on it instead")
+    ap.add_argument("--c3d-out", action="store_true",
+                    help="with --cli: the solve writes the cleaned C3D too")
+    ap.add_argument("--report-html", action="store_true",
+                    help="with --cli: the solve writes its HTML report too")
     ap.add_argument("--child", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--write-c3d", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -127,7 +139,8 @@ def main() -> None:
               f"{'input MB':>8} {'C3D MB':>7} {'BVH MB':>7} {'RMS mm':>6}  stage seconds")
         with tempfile.TemporaryDirectory(prefix="physmocap-long-") as tmp:
             for m in args.minutes:
-                r = via_cli(m, Path(tmp))
+                r = via_cli(m, Path(tmp), tuple(e for e, on in (("c3d-out", args.c3d_out), (
+                    "report-html", args.report_html)) if on))
                 print(f"{m:7g} {r['frames']:8d} {r['read_frames']:8d} {r['fps']:9.0f} "
                       f"{r['peak_mb']:8.0f} {r['input_mb']:8.1f} {r['c3d_mb']:7.1f} "
                       f"{r['bvh_mb']:7.1f} {r['marker_rms_mm']:6.2f}  "

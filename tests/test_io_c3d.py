@@ -391,6 +391,88 @@ def test_write_into_missing_folder_fails_cleanly(rng, tmp_path):
     assert not (tmp_path / "empty.c3d").exists()
 
 
+def test_written_file_as_another_reader_sees_it(rng, tmp_path):
+    """What ezc3d reads of a written file: the header's words and the parameters readers rely
+    on (float storage, its scale, rate, frame range, labels and their descriptions, units, the
+    up axis, the virtual points, the subject, the empty analog and force-plate groups), and
+    every sample, a missing one as residual -1."""
+    mk = _synthetic(rng, frames=30, m=4)
+    mk = MarkerTrajectories(mk.labels, mk.fps, mk.pos, mk.is_virtual, mk.subject,
+                            {"first_frame": 12})
+    path = tmp_path / "w.c3d"
+    write_c3d(mk, path)
+    assert path.stat().st_size % 512 == 0                       # whole blocks
+    c = ezc3d.c3d(str(path))
+    h, p = c["header"]["points"], c["parameters"]
+    assert (h["size"], h["frame_rate"], h["first_frame"], h["last_frame"]) == (4, 240.0, 11, 40)
+    point = {k: v["value"] for k, v in p["POINT"].items() if isinstance(v, dict) and "value" in v}
+    assert point["SCALE"][0] == -1.0 and point["FRAMES"][0] == 30 and point["USED"][0] == 4
+    assert point["DESCRIPTIONS"] == ["marker"] * 3 + ["virtual"]
+    assert point["VIRTUAL"] == ["M3"] and point["UNITS"] == ["mm"]
+    assert (point["X_SCREEN"], point["Y_SCREEN"]) == (["+X"], ["+Z"])
+    assert p["SUBJECTS"]["NAMES"]["value"] == ["Ann"]
+    assert p["ANALOG"]["USED"]["value"][0] == 0 and p["FORCE_PLATFORM"]["USED"]["value"][0] == 0
+    pts = c["data"]["points"][:3].transpose(2, 1, 0)            # (F, M, 3) mm
+    miss = np.isnan(mk.pos).any(-1)
+    assert np.array_equal(c["data"]["meta_points"]["residuals"][0].T < 0, miss)
+    assert np.isnan(pts[miss]).all()
+    np.testing.assert_allclose(pts[~miss], mk.pos[~miss] * 1000.0, rtol=1e-6)
+
+
+def test_writing_in_blocks_changes_no_byte(rng, tmp_path, monkeypatch):
+    """A take is written a block of frames at a time (memory does not grow with it): the
+    file is the same whatever the block."""
+    from physmocap.io import _c3d_write
+    mk = _synthetic(rng, frames=50, m=3)
+    write_c3d(mk, tmp_path / "one.c3d")
+    monkeypatch.setattr(_c3d_write, "BLOCK", 7)
+    write_c3d(mk, tmp_path / "blocks.c3d")
+    assert (tmp_path / "one.c3d").read_bytes() == (tmp_path / "blocks.c3d").read_bytes()
+
+
+def test_over_255_points_split_labels_and_descriptions(tmp_path):
+    """A parameter's dimension is one byte: 300 points go to LABELS / LABELS2 and
+    DESCRIPTIONS / DESCRIPTIONS2 (ezc3d's writer left the descriptions out past 255)."""
+    pos = np.full((2, 300, 3), 0.5)
+    virt = np.arange(300) >= 290
+    mk = MarkerTrajectories([f"P{i}" for i in range(300)], 100.0, pos, is_virtual=virt)
+    write_c3d(mk, tmp_path / "many.c3d")
+    p = ezc3d.c3d(str(tmp_path / "many.c3d"))["parameters"]["POINT"]
+    assert len(p["LABELS"]["value"]) == 255 and len(p["LABELS2"]["value"]) == 45
+    assert p["DESCRIPTIONS2"]["value"][-1] == "virtual" and p["DESCRIPTIONS"]["value"][0] == "marker"
+    back = read_c3d(tmp_path / "many.c3d", points="all", up="z")
+    assert back.labels == mk.labels and np.array_equal(back.is_virtual, virt)
+
+
+def test_a_residual_past_the_residual_byte_is_kept_at_its_top(tmp_path):
+    """The residual byte holds 255 mm at most: 300 mm is written as 255, not wrapped to 44."""
+    pos = np.full((3, 1, 3), 0.5)
+    res = np.array([[0.3], [0.0004], [0.01]])
+    write_c3d(MarkerTrajectories(["A"], 100.0, pos, residual=res), tmp_path / "r.c3d")
+    np.testing.assert_allclose(read_c3d(tmp_path / "r.c3d", up="z").residual[:, 0],
+                               [0.255, 0.001, 0.010], atol=1e-9)
+
+
+@pytest.mark.parametrize("labels, subject, match", [
+    (["A" * 256], None, "label of more than 255 bytes"),
+    (["A"], "S" * 300, "label of more than 255 bytes"),
+    ([f"marker_number_{i:06d}" for i in range(12000)], None, "parameter section would take"),
+])
+def test_what_a_c3d_cannot_hold_is_refused(tmp_path, labels, subject, match):
+    """One line, and no file (nor a temporary one) left behind."""
+    mk = MarkerTrajectories(labels, 100.0, np.full((1, len(labels), 3), 0.5), subject=subject)
+    with pytest.raises(ShapeError, match=match):
+        write_c3d(mk, tmp_path / "x.c3d")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_too_many_points_for_the_header_are_refused(tmp_path):
+    mk = MarkerTrajectories([f"{i}" for i in range(65536)], 100.0, np.full((1, 65536, 3), 0.5))
+    with pytest.raises(ShapeError, match="65536 points"):
+        write_c3d(mk, tmp_path / "x.c3d")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _blank_units(path: Path, new: bytes) -> None:
     b = bytearray(path.read_bytes())
     i = b.find(b"UNITS")  # first UNITS record is POINT:UNITS (one 2-char value 'mm')
@@ -507,6 +589,19 @@ def test_long_take_round_trip_keeps_every_frame(tmp_path):
     back = read_c3d(tmp_path / "long50.c3d", up="z")
     assert back.n_frames == 70_123 and back.meta["first_frame"] == 50
     np.testing.assert_allclose(back.pos[-5:], m.pos[-5:], atol=1e-6, equal_nan=True)
+
+
+def test_long_take_padding_is_not_read_as_frames(tmp_path):
+    """Past 65535 frames ezc3d reads a file without ROTATION:DATA_START to its end, the last
+    block's padding as frames (3 points: 48 bytes a frame, 4 frames of padding): the count
+    is TRIAL's (it read 70 005 frames, the last four at the origin)."""
+    m = _long_take(70_001, markers=3)
+    for first in (1, 65_530):
+        mk = MarkerTrajectories(m.labels, m.fps, m.pos, meta={"first_frame": first})
+        write_c3d(mk, tmp_path / "long.c3d")
+        back = read_c3d(tmp_path / "long.c3d", up="z")
+        assert back.n_frames == 70_001 and back.meta["first_frame"] == first
+        np.testing.assert_allclose(back.pos[-3:], m.pos[-3:], atol=1e-6)
 
 
 def test_long_take_without_trial_parameters_counts_from_the_data(tmp_path):

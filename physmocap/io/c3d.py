@@ -696,16 +696,20 @@ def read_c3d(path, up: str | None = None, points: str = "markers") -> MarkerTraj
     pts = np.asarray(raw.pop("points"), float)  # (3, N, F) file units; raw lets go of it
     n, n_parsed = pts.shape[1], pts.shape[2]
     n_frames = n_parsed
-    if n_parsed == SATURATED and hdr["n_points"] == n:
-        n_frames = max(n_parsed, _long_take_frames(path, hdr, params))
+    if n_parsed >= SATURATED and hdr["n_points"] == n:
+        # Saturated counts: ezc3d stops at 65535 frames where ROTATION:DATA_START bounds the
+        # data (its own writer), and reads to the end of the file where nothing does, the
+        # last block's padding as frames (``write_c3d``'s files)
+        n_frames = max(SATURATED, _long_take_frames(path, hdr, params))
+    kept = min(n_parsed, n_frames)
     # One (F, N, 3) array filled in place (a long take's frames past 65535 in blocks straight
     # from the file): reading costs little more than the take itself.
     pos = np.empty((n_frames, n, 3))
-    pos[:n_parsed] = np.transpose(pts, (2, 1, 0))
+    pos[:kept] = np.transpose(pts[:, :, :kept], (2, 1, 0))
     res = np.empty((n, n_frames))
-    res[:, :n_parsed] = np.asarray(raw.pop("residuals"), float).reshape(n, n_parsed)
+    res[:, :kept] = np.asarray(raw.pop("residuals"), float).reshape(n, n_parsed)[:, :kept]
     del pts
-    for s in range(n_parsed, n_frames, _READ_BLOCK):
+    for s in range(kept, n_frames, _READ_BLOCK):
         e = min(s + _READ_BLOCK, n_frames)
         more, res[:, s:e] = _read_frames(path, hdr, s, e)
         pos[s:e] = np.transpose(more, (2, 1, 0))
@@ -803,65 +807,38 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     """Write ``markers`` as a C3D (mm, float storage, Z up), atomically.
 
     Missing samples (NaN in ``pos (F, M, 3)`` m) are written with residual -1, the C3D flag for
-    invalid that every reader honours; the others with ``markers.residual`` (0: computed, as
-    a gap-filled sample), or 0 where it is unknown (NaN, or no residuals). Virtual points are
-    listed in ``POINT:VIRTUAL`` (and described as ``'virtual'``), which ``read_c3d`` uses to
-    restore ``is_virtual``; the subject goes to ``SUBJECTS:NAMES``. ``markers`` is not
-    modified.
+    invalid that every reader honours; the others with ``markers.residual`` in whole mm (0:
+    computed, as a gap-filled sample; a measured one at least 1 mm, at most 255), or 0 where
+    it is unknown (NaN, or no residuals). Virtual points are listed in ``POINT:VIRTUAL`` (and
+    described as ``'virtual'``), which ``read_c3d`` uses to restore ``is_virtual``; the
+    subject goes to ``SUBJECTS:NAMES``. Written a block of frames at a time
+    (``_c3d_write``): memory does not grow with the take. ``markers`` is not modified.
     """
-    import ezc3d
+    from ._c3d_write import write_points
 
     require_type("write_c3d", markers, MarkerTrajectories, "read_c3d(PATH)")
-    pos = np.asarray(markers.pos, dtype=float)
+    pos = markers.pos
     n_frames, m = pos.shape[0], pos.shape[1]
     if m == 0:
         raise ShapeError("cannot write a C3D without points (0 markers)")
-    if n_frames == 0:       # (ezc3d failed with a bare ZeroDivisionError)
+    if n_frames == 0:
         raise ShapeError("cannot write a C3D of 0 frames")
+    if m > SATURATED:
+        raise ShapeError(f"cannot write a C3D of {m} points (the format holds {SATURATED})")
     # the take's first frame number (1-based, ``meta['first_frame']`` as ``read_c3d`` gives it),
     # so that a cleaned capture's frames keep the numbers of the original's
     first = int(markers.meta.get("first_frame", 1) or 1)
     if not 1 <= first <= 0xFFFFFFFF - n_frames:
         raise ShapeError(f"cannot write a C3D whose first frame is {first} (1 or more)")
     labels = [str(l) for l in markers.labels]
+    long = [l for l in labels + [markers.subject or ""] if len(l.encode("utf-8")) > 255]
+    if long:
+        raise ShapeError(f"cannot write a C3D label of more than 255 bytes: {long[0][:40]}...")
     virt = np.asarray(markers.is_virtual, bool)
-    pts = np.ones((4, m, n_frames))
-    pts[:3] = np.transpose(pos, (2, 1, 0)) * 1000.0  # m -> mm, new array
-    missing = np.isnan(pts[:3]).any(axis=0)  # (M, F)
-    pts[:3, missing] = np.nan
-    res = np.zeros((1, m, n_frames))
-    if markers.residual is not None:
-        # whole mm (the residual word's step at POINT:SCALE -1; ezc3d truncates), and a
-        # measured sample at least 1: under it, 0.3 mm read back as 0, "computed"
-        mm = np.asarray(markers.residual, float).T * 1000.0
-        res[0] = np.where(mm > 0, np.maximum(np.round(mm), 1.0), 0.0)      # NaN: 0, unknown
-    res[0, missing] = -1.0  # ezc3d does not derive this from NaN; without it NaN looks valid
-
-    c = ezc3d.c3d()
-    if first <= 0xFFFF:              # the header's word (0-based in ezc3d); past it TRIAL only
-        c["header"]["points"]["first_frame"] = first - 1
-    point = c["parameters"]["POINT"]
-    point["RATE"]["value"] = [float(markers.fps)]
-    point["LABELS"]["value"] = tuple(labels)
-    if m <= 255:  # ezc3d splits LABELS past 255 entries itself but not DESCRIPTIONS
-        point["DESCRIPTIONS"]["value"] = tuple("virtual" if v else "marker" for v in virt)
-    point["UNITS"]["value"] = ["mm"]
-    c["data"]["points"] = pts
-    c["data"]["meta_points"] = {"residuals": res,
-                                "camera_masks": np.zeros((7, m, n_frames), dtype=bool)}
-    c.add_parameter("POINT", "X_SCREEN", ["+X"])
-    c.add_parameter("POINT", "Y_SCREEN", ["+Z"])
-    vlabels = [l for l, v in zip(labels, virt) if v]
-    for k in range(0, len(vlabels), 255):  # a C3D dimension is one byte: VIRTUAL, VIRTUAL2, …
-        c.add_parameter("POINT", "VIRTUAL" + (str(k // 255 + 1) if k else ""), vlabels[k:k + 255])
-    if markers.subject:
-        c.add_parameter("SUBJECTS", "NAMES", [markers.subject])
-    last = first + n_frames - 1
-    if last > SATURATED:
-        # The 16-bit counts saturate: state the range as Vicon does (two 16-bit words), so
-        # that readers (ours, BTK/Mokka, Nexus) get every frame.
-        c.add_parameter("TRIAL", "ACTUAL_START_FIELD", [first & 0xFFFF, first >> 16])
-        c.add_parameter("TRIAL", "ACTUAL_END_FIELD", [last & 0xFFFF, last >> 16])
-    # The temporary name ends in .c3d, so ezc3d does not append another extension.
+    descriptions = ["virtual" if v else "marker" for v in virt]
+    virtual = [l for l, v in zip(labels, virt) if v]
+    # The temporary name ends in .c3d, as ezc3d's writer needed (kept: the same names).
     with atomic_path(path, suffix=".tmp.c3d") as tmp:
-        c.write(str(tmp))
+        with open(tmp, "wb") as fh:
+            write_points(fh, pos, markers.residual, labels, descriptions, virtual,
+                         float(markers.fps), first, markers.subject or None)
