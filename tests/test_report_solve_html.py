@@ -101,6 +101,45 @@ def test_key_frames_include_the_worst_frame(demo_solve):
     assert frames == sorted(frames) and all(0 <= f < tr.n_frames for f in frames)
 
 
+def test_a_long_take_is_drawn_from_at_most_max_columns(demo_solve, monkeypatch):
+    """The time-by-row pictures of a take longer than ``MAX_COLUMNS`` frames are drawn from
+    that many columns (matplotlib made RGBA arrays of every frame: 143 MB more for a 3-minute
+    take), still spanning the whole take; a shorter take is drawn frame by frame."""
+    from physmocap.report import solve_html as sh
+    from physmocap.report.trace import trace_from_files
+
+    tr, _ = trace_from_files(demo_solve["json"])
+    F = tr.n_frames
+    whole = sh.fig_residuals(tr)
+    assert whole.axes[0].images[0].get_array().shape == (len(tr.labels), F)
+    monkeypatch.setattr(sh, "MAX_COLUMNS", 40)
+    for make in (sh.fig_residuals, sh.fig_carried, sh.fig_plants):
+        ax = make(tr).axes[0]
+        assert ax.images[0].get_array().shape[1] <= 40
+        assert ax.get_xlim() == pytest.approx((0.0, F / tr.fps))
+
+
+def test_columns_keep_what_a_frame_shows(monkeypatch):
+    """A column holds the largest of its frames (one outlier frame among 50 shows), NaN only
+    where every frame is (a gap); plants by majority; the columns cover every frame."""
+    from physmocap.report import solve_html as sh
+
+    monkeypatch.setattr(sh, "MAX_COLUMNS", 10)
+    a = np.ones((103, 2))
+    a[57, 0] = 50.0                               # one frame far off
+    a[:11, 1] = np.nan                            # a gap over the whole first column
+    b, k = sh._columns(a, "max")
+    assert k == 11 and b.shape == (10, 2)         # ceil(103 / 10) frames a column
+    assert b[57 // k, 0] == 50.0 and np.isnan(b[0, 1]) and not np.isnan(b[1:, 1]).any()
+    plants = np.zeros((103, 1), bool)
+    plants[:8] = True                             # 8 of the first column's 11 frames
+    plants[11:14] = True                          # 3 of the second's
+    m, _ = sh._columns(plants, "majority")
+    assert m[:2, 0].tolist() == [1.0, 0.0]
+    same, k1 = sh._columns(a[:10], "max")
+    assert k1 == 1 and np.array_equal(same, a[:10], equal_nan=True)
+
+
 def test_missing_matplotlib_is_a_clear_error(monkeypatch):
     from physmocap.report._mpl import pyplot
 

@@ -11,6 +11,8 @@ Figures (time in seconds on every horizontal axis):
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..io.atomic import atomic_write_text
@@ -25,8 +27,35 @@ __all__ = ["solve_report_html", "write_solve_report", "key_frames"]
 RESIDUAL_TOP_MM = 40.0
 
 
-def _extent(tr: SolveTrace, rows: int):
-    return (0.0, tr.n_frames / tr.fps, rows - 0.5, -0.5)
+#: Columns a time-by-row picture is drawn from at most: over twice the ~1000 pixels it is drawn
+#: on. matplotlib turns a whole take's frames into RGBA arrays before it scales them down (143
+#: MB more for a 3-minute take's page, a solve that peaked at 252 MB without it).
+MAX_COLUMNS = 2000
+
+
+def _columns(a: np.ndarray, how: str) -> tuple[np.ndarray, int]:
+    """``a (F, rows)`` over time in at most ``MAX_COLUMNS`` columns of ``k`` frames each and
+    ``k``: each column the frames' ``how``, ``"max"`` (NaN only where all are, so an outlier
+    or a hit in a column shows) or ``"majority"`` (of 0 / 1). A take of ``MAX_COLUMNS``
+    frames or fewer comes back as it is (``k`` 1)."""
+    F = len(a)
+    k = -(-F // MAX_COLUMNS)
+    if k <= 1:
+        return np.asarray(a, float), 1
+    pad = np.full((-F % k,) + a.shape[1:], np.nan)
+    b = np.concatenate([np.asarray(a, float), pad]).reshape(-1, k, *a.shape[1:])
+    with warnings.catch_warnings():         # all-NaN columns are gaps: NaN, said by the colour
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return (np.nanmax(b, axis=1) if how == "max" else np.round(np.nanmean(b, axis=1))), k
+
+
+def _timeline(ax, tr: SolveTrace, a: np.ndarray, how: str, **style):
+    """``imshow`` of ``a (F, rows)``, rows down and time in seconds across (``_columns``)."""
+    b, k = _columns(a, how)
+    im = ax.imshow(b.T, aspect="auto", interpolation="nearest",
+                   extent=(0.0, len(b) * k / tr.fps, a.shape[1] - 0.5, -0.5), **style)
+    ax.set_xlim(0.0, tr.n_frames / tr.fps)      # (the last column may hold fewer frames)
+    return im
 
 
 def fig_residuals(tr: SolveTrace):
@@ -34,8 +63,8 @@ def fig_residuals(tr: SolveTrace):
     M = len(tr.labels)
     fig, ax = plt.subplots(figsize=(12, 0.16 * M + 1.6))
     cmap = plt.get_cmap("magma").with_extremes(bad="#9ecae1")      # gaps in light blue
-    im = ax.imshow(1000.0 * tr.residual.T, aspect="auto", interpolation="nearest", cmap=cmap,
-                   vmin=0.0, vmax=RESIDUAL_TOP_MM, extent=_extent(tr, M))
+    im = _timeline(ax, tr, 1000.0 * tr.residual, "max", cmap=cmap, vmin=0.0,
+                   vmax=RESIDUAL_TOP_MM)
     ax.set_yticks(range(M), tr.labels, fontsize=6)
     ax.set_xlabel("time (s)")
     ax.set_title("marker residual (mm); light blue = gap")
@@ -52,8 +81,9 @@ def fig_carried(tr: SolveTrace):
     state[np.isnan(tr.pos).any(-1)] = 1                  # 1 gap: the body's landmark fills it
     state[tr.outliers & (state == 0)] = 2                # 2 outlier: spring weakened
     fig, ax = plt.subplots(figsize=(12, 0.16 * M + 1.6))
-    ax.imshow(state.T, aspect="auto", interpolation="nearest", vmin=0, vmax=2,
-              cmap=ListedColormap(["#f0f0f0", "#3182bd", "#de2d26"]), extent=_extent(tr, M))
+    # an outlier in a column over a gap over a fit (a long take's columns hold several frames)
+    _timeline(ax, tr, state, "max", vmin=0, vmax=2,
+              cmap=ListedColormap(["#f0f0f0", "#3182bd", "#de2d26"]))
     ax.set_yticks(range(M), tr.labels, fontsize=6)
     ax.set_xlabel("time (s)")
     gaps, outl = int((state == 1).sum()), int((state == 2).sum())
@@ -69,8 +99,9 @@ def fig_plants(tr: SolveTrace):
     K = len(tr.plant_labels)
     fig, ax = plt.subplots(figsize=(12, 0.3 * max(K, 1) + 1.4))
     if K:
-        ax.imshow(tr.plants.T.astype(int), aspect="auto", interpolation="nearest", vmin=0,
-                  vmax=1, cmap=ListedColormap(["#f7f7f7", "#31a354"]), extent=_extent(tr, K))
+        # planted where most of a column's frames are: the steps stay apart
+        _timeline(ax, tr, tr.plants, "majority", vmin=0, vmax=1,
+                  cmap=ListedColormap(["#f7f7f7", "#31a354"]))
         ax.set_yticks(range(K), tr.plant_labels)
     else:
         ax.text(0.5, 0.5, "no heel/toe markers: no plants detected", ha="center",
@@ -162,9 +193,8 @@ def fig_limits(tr: SolveTrace):
     hit_j = np.flatnonzero(tr.limit_hit.any(axis=0))
     fig, ax = plt.subplots(figsize=(12, 0.25 * max(len(hit_j), 2) + 1.4))
     if len(hit_j):
-        ax.imshow(tr.limit_hit[:, hit_j].T.astype(int), aspect="auto", interpolation="nearest",
-                  vmin=0, vmax=1, cmap=ListedColormap(["#f7f7f7", "#e6550d"]),
-                  extent=_extent(tr, len(hit_j)))
+        _timeline(ax, tr, tr.limit_hit[:, hit_j], "max", vmin=0, vmax=1,
+                  cmap=ListedColormap(["#f7f7f7", "#e6550d"]))
         ax.set_yticks(range(len(hit_j)),
                       [f"{names[j]} ({int(tr.limit_hit[:, j].sum())} fr)" for j in hit_j],
                       fontsize=8)
