@@ -466,6 +466,23 @@ def test_what_a_c3d_cannot_hold_is_refused(tmp_path, labels, subject, match):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("kwargs, frames, match", [
+    ({"fps": 0.0}, None, "at 0.0 frames per second"),
+    ({"fps": float("nan")}, None, "at nan frames per second"),
+    ({"is_virtual": [True]}, None, r"is_virtual: expected shape \(2,\)"),
+    ({}, lambda a, b: (np.zeros((b - a, 3, 3)), None), r"frames 0-5: expected positions"),
+    ({}, lambda a, b: (np.zeros((b - a, 2, 3)), np.zeros((b - a, 3))), "and residuals"),
+])
+def test_frames_that_do_not_fit_are_refused(tmp_path, kwargs, frames, match):
+    """``write_c3d_frames``' arguments and the blocks its ``frames`` gives: one line, no file."""
+    from physmocap.io.c3d import write_c3d_frames
+    args = {"fps": 100.0, **kwargs}
+    frames = frames or (lambda a, b: (np.full((b - a, 2, 3), 0.5), None))
+    with pytest.raises(ShapeError, match=match):
+        write_c3d_frames(frames, 5, ["A", "B"], path=tmp_path / "x.c3d", **args)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_too_many_points_for_the_header_are_refused(tmp_path):
     mk = MarkerTrajectories([f"{i}" for i in range(65536)], 100.0, np.full((1, 65536, 3), 0.5))
     with pytest.raises(ShapeError, match="65536 points"):

@@ -133,3 +133,43 @@ def test_limit_hits_in_blocks_is_the_whole_take_at_once(monkeypatch, rng):
     for f in (0, 13, 29):
         np.testing.assert_array_equal(pipeline.limit_hits(m[f:f + 1], body)[0], whole[f])
     assert pipeline.limit_hits(m[:0], body).shape == (0, len(body.names))  # (range step 0)
+
+
+def test_the_cleaned_c3d_is_written_a_block_at_a_time(monkeypatch, rng, tmp_path):
+    """``--c3d-out`` (``write_cleaned_c3d``) writes blocks of frames, the joint centres of
+    each computed alone (no whole-take copy: ``motion.gpos`` is never made), and the file is
+    byte for byte ``write_c3d(cleaned_markers(...))``: gaps and the damage report's swaps and
+    ghosts from the solved body with residual 0, the rest as measured, the joint centres
+    virtual points."""
+    from types import SimpleNamespace
+
+    from physmocap.io import _c3d_write
+    from physmocap.io.c3d import write_c3d
+    from physmocap.motion import Motion
+    body = load_body()
+    F = 30
+    lrot = quat.from_scaled_axis(rng.normal(0.0, 0.3, (F, len(body.names), 3)))
+    motion = Motion(body.skeleton, 120.0, rng.normal(0.0, 0.5, (F, 3)) + [0, 0, 1], lrot)
+    pos = rng.normal(0.0, 0.5, (F, 3, 3)) + [0, 0, 1]
+    pos[5:9, 1] = np.nan
+    solved = rng.normal(0.0, 0.5, (F, 3, 3)) + [0, 0, 1]
+    damage = {"swaps": [{"frames": [12, 15], "markers": ["B", "C"]}],
+              "ghosts": [{"frames": [20, 22], "marker": "A"}]}
+    result = SimpleNamespace(pos=pos, labels=("A", "B", "C"), solved_markers=solved,
+                             report={"damage": damage}, motion=motion)
+    residual = np.abs(rng.normal(0.0, 0.003, (F, 3)))
+    monkeypatch.setattr(_c3d_write, "BLOCK", 7)
+    pipeline.write_cleaned_c3d(result, 120.0, tmp_path / "blocks.c3d", "Ann", 40, residual)
+    assert "_fk" not in motion.__dict__                     # no whole-take forward kinematics
+    write_c3d(pipeline.cleaned_markers(result, 120.0, "Ann", 40, residual), tmp_path / "one.c3d")
+    assert (tmp_path / "blocks.c3d").read_bytes() == (tmp_path / "one.c3d").read_bytes()
+    back = read_c3d(tmp_path / "blocks.c3d", points="all", up="z")
+    assert back.meta["first_frame"] == 40 and back.subject == "Ann"
+    assert back.labels[:3] == ("A", "B", "C") and back.labels[3] == "Hips_JC"
+    assert not back.is_virtual[:3].any() and back.is_virtual[3:].all()
+    for f, m in ((6, 1), (13, 1), (14, 2), (21, 0)):       # a gap, swaps, a ghost: the body's
+        np.testing.assert_allclose(back.pos[f, m], solved[f, m], atol=1e-5)
+        assert back.residual[f, m] == 0.0
+    np.testing.assert_allclose(back.pos[0, :3], pos[0], atol=1e-5)
+    assert back.residual[0, 0] > 0.0                        # measured: kept
+    np.testing.assert_allclose(back.pos[:, 3:], motion.gpos, atol=1e-5)

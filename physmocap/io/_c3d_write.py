@@ -1,5 +1,5 @@
 """The bytes of a C3D file (Intel, float storage, points only), written a block of frames at a
-time: ``write_c3d`` behind its checks.
+time: ``write_c3d`` and ``write_c3d_frames`` behind their checks.
 
 ezc3d's writer (used until 2026-12) holds every sample of a take as a C++ object, about 14 kB a
 frame more than the take itself: 300 MB more for a 3-minute cleaned capture, gigabytes for an
@@ -138,7 +138,7 @@ def _frames(pos: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
     residual in whole mm in its high byte (a measured one at least 1, at most 255; unknown 0),
     or -1 with X, Y, Z 0 where a coordinate is NaN."""
     out = np.empty(pos.shape[:2] + (4,), np.float32)
-    out[..., :3] = pos * 1000.0
+    out[..., :3] = np.asarray(pos, float) * 1000.0      # in float64, then rounded once
     missing = np.isnan(out[..., :3]).any(-1)
     word = np.zeros(pos.shape[:2], np.float32)
     if residual is not None:
@@ -150,14 +150,12 @@ def _frames(pos: np.ndarray, residual: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def write_points(fh, pos: np.ndarray, residual: np.ndarray | None, labels: list[str],
-                 descriptions: list[str], virtual: list[str], fps: float, first: int,
-                 subject: str | None) -> None:
-    """Write a whole C3D of ``pos (F, M, 3)`` m (Z up) to the open binary file ``fh``.
-
-    ``residual`` ``(F, M)`` m or ``None``; ``first`` the first frame's number (1-based).
-    The caller has checked the arguments (``write_c3d``)."""
-    F, M = pos.shape[:2]
+def write_points(fh, frames, F: int, M: int, labels: list[str], descriptions: list[str],
+                 virtual: list[str], fps: float, first: int, subject: str | None) -> None:
+    """Write a whole C3D of ``F`` frames of ``M`` points to the open binary file ``fh``;
+    ``frames(a, b)`` gives frames ``[a, b)``: ``(pos (b - a, M, 3) m, Z up; residual
+    (b - a, M) m or None)``. ``first`` is the first frame's number (1-based). The caller has
+    checked the arguments (``write_c3d_frames``)."""
     last = first + F - 1
     trial = (first, last) if last > _WORD else None
     # the parameter section's length does not depend on DATA_START's value: size it first
@@ -173,7 +171,13 @@ def write_points(fh, pos: np.ndarray, residual: np.ndarray | None, labels: list[
     written = 0
     for a in range(0, F, BLOCK):
         b = min(a + BLOCK, F)
-        chunk = _frames(pos[a:b], None if residual is None else residual[a:b])
+        pos, residual = frames(a, b)
+        if np.shape(pos) != (b - a, M, 3) or (residual is not None
+                                                and np.shape(residual) != (b - a, M)):
+            raise ShapeError(f"frames {a}-{b}: expected positions ({b - a}, {M}, 3) and "
+                             f"residuals ({b - a}, {M}), got {np.shape(pos)} and "
+                             f"{np.shape(residual)}")
+        chunk = _frames(pos, residual)
         fh.write(chunk.astype("<f4", copy=False).tobytes())
         written += chunk.nbytes
     fh.write(b"\x00" * (-written % 512))        # the section ends on a whole block

@@ -42,7 +42,7 @@ from ..markers import MarkerTrajectories
 from . import _c3d_child
 from .atomic import atomic_path
 
-__all__ = ["read_c3d", "write_c3d"]
+__all__ = ["read_c3d", "write_c3d", "write_c3d_frames"]
 
 #: Seconds the lenient child parser may take before it is killed.
 CHILD_TIMEOUT = 60.0
@@ -811,34 +811,50 @@ def write_c3d(markers: MarkerTrajectories, path) -> None:
     computed, as a gap-filled sample; a measured one at least 1 mm, at most 255), or 0 where
     it is unknown (NaN, or no residuals). Virtual points are listed in ``POINT:VIRTUAL`` (and
     described as ``'virtual'``), which ``read_c3d`` uses to restore ``is_virtual``; the
-    subject goes to ``SUBJECTS:NAMES``. Written a block of frames at a time
-    (``_c3d_write``): memory does not grow with the take. ``markers`` is not modified.
+    subject goes to ``SUBJECTS:NAMES``; the first frame's number is ``meta['first_frame']``
+    (1-based, as ``read_c3d`` gives it). ``markers`` is not modified.
     """
+    require_type("write_c3d", markers, MarkerTrajectories, "read_c3d(PATH)")
+    pos, res = markers.pos, markers.residual
+    write_c3d_frames(lambda a, b: (pos[a:b], None if res is None else res[a:b]), len(pos),
+                     markers.labels, markers.fps, path, markers.is_virtual, markers.subject,
+                     markers.meta.get("first_frame", 1))
+
+
+def write_c3d_frames(frames, n_frames: int, labels, fps: float, path, is_virtual=None,
+                     subject: str = "", first_frame: int = 1) -> None:
+    """``write_c3d`` of a take given a block of frames at a time: ``frames(a, b)`` returns
+    ``(pos (b - a, M, 3) m, residual (b - a, M) m or None)`` of frames ``[a, b)`` of
+    ``n_frames``, ``M = len(labels)``; ``is_virtual`` ``(M,)`` bool. Memory does not grow with
+    the take (``_c3d_write.BLOCK`` frames at a time): a solve's cleaned capture is written
+    without a whole-take copy of it."""
     from ._c3d_write import write_points
 
-    require_type("write_c3d", markers, MarkerTrajectories, "read_c3d(PATH)")
-    pos = markers.pos
-    n_frames, m = pos.shape[0], pos.shape[1]
+    labels = [str(l) for l in labels]
+    m = len(labels)
     if m == 0:
         raise ShapeError("cannot write a C3D without points (0 markers)")
     if n_frames == 0:
         raise ShapeError("cannot write a C3D of 0 frames")
     if m > SATURATED:
         raise ShapeError(f"cannot write a C3D of {m} points (the format holds {SATURATED})")
-    # the take's first frame number (1-based, ``meta['first_frame']`` as ``read_c3d`` gives it),
-    # so that a cleaned capture's frames keep the numbers of the original's
-    first = int(markers.meta.get("first_frame", 1) or 1)
+    if not (np.isfinite(fps) and fps > 0):
+        raise ShapeError(f"cannot write a C3D at {fps} frames per second (a rate > 0)")
+    # the take's first frame number, so that a cleaned capture's frames keep the numbers of
+    # the original's
+    first = int(first_frame or 1)
     if not 1 <= first <= 0xFFFFFFFF - n_frames:
         raise ShapeError(f"cannot write a C3D whose first frame is {first} (1 or more)")
-    labels = [str(l) for l in markers.labels]
-    long = [l for l in labels + [markers.subject or ""] if len(l.encode("utf-8")) > 255]
+    long = [l for l in labels + [subject or ""] if len(l.encode("utf-8")) > 255]
     if long:
         raise ShapeError(f"cannot write a C3D label of more than 255 bytes: {long[0][:40]}...")
-    virt = np.asarray(markers.is_virtual, bool)
+    virt = np.zeros(m, bool) if is_virtual is None else np.asarray(is_virtual, bool)
+    if virt.shape != (m,):
+        raise ShapeError(f"is_virtual: expected shape ({m},), got {virt.shape}")
     descriptions = ["virtual" if v else "marker" for v in virt]
     virtual = [l for l, v in zip(labels, virt) if v]
     # The temporary name ends in .c3d, as ezc3d's writer needed (kept: the same names).
     with atomic_path(path, suffix=".tmp.c3d") as tmp:
         with open(tmp, "wb") as fh:
-            write_points(fh, pos, markers.residual, labels, descriptions, virtual,
-                         float(markers.fps), first, markers.subject or None)
+            write_points(fh, frames, n_frames, m, labels, descriptions, virtual, float(fps),
+                         first, subject or None)

@@ -15,6 +15,7 @@ from ..markers import MarkerTrajectories
 from ..motion import Motion
 from ..markers import MarkerSet
 from ..scene import BodyTemplate, Environment, MarkerSetSpec
+from ..skeleton import forward_kinematics
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
@@ -25,7 +26,8 @@ from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, past_li
 from .toes import floor_toes, free_toes, standing_heights
 
 __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_body",
-           "kinematic_prior", "bind_centres", "hold_anchors", "cleaned_markers"]
+           "kinematic_prior", "bind_centres", "hold_anchors", "cleaned_markers",
+           "write_cleaned_c3d"]
 
 #: Counts the changes that moved what a solve returns for the same input and settings. A
 #: resumed solve (its checkpoint) and a batch's done-stamp hold it, so a finished stage or take
@@ -572,12 +574,37 @@ def _report(markers, labels, pos, residual, kin_residual, clipped, substeps, pla
     }
 
 
+def _cleaned_frames(result: SolveResult, residual: np.ndarray | None):
+    """``cleaned_markers``' points a block at a time: ``frames(a, b) -> (pos (b - a, M + J, 3)
+    m, residual (b - a, M + J) m)`` (``io.c3d.write_c3d_frames``), and the labels, and the
+    counts of filled samples for the meta."""
+    wrong = _swaps_and_ghosts(result.report.get("damage", {}), result.labels, result.pos.shape[:2])
+    motion = result.motion
+    sk = motion.skeleton
+
+    def frames(a: int, b: int):
+        pos = np.array(result.pos[a:b])
+        filled = np.isnan(pos).any(-1) | wrong[a:b]
+        pos[filled] = result.solved_markers[a:b][filled]
+        res = (np.full(pos.shape[:2], np.nan, np.float32) if residual is None
+               else np.array(residual[a:b], np.float32))
+        res[filled] = 0.0
+        # the joints' positions of these frames alone (``motion.gpos`` would keep the take's)
+        jc = forward_kinematics(sk, motion.lrot[a:b], motion.root_pos[a:b])[0]
+        return (np.concatenate([pos, jc], axis=1),
+                np.concatenate([res, np.zeros((b - a, len(sk)), np.float32)], axis=1))
+
+    labels = tuple(result.labels) + tuple(f"{n}_JC" for n in sk.names)
+    virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
+    return frames, labels, virtual, int(wrong.sum())
+
+
 def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "",
                     first_frame: int = 1, residual: np.ndarray | None = None
                     ) -> MarkerTrajectories:
     """The capture's markers cleaned by the solve, plus the solved joint centres as virtual
-    points (``<Joint>_JC``): what ``--c3d-out`` writes; its frames keep the capture's numbers
-    (``first_frame``, 1-based).
+    points (``<Joint>_JC``): what ``--c3d-out`` writes (``write_cleaned_c3d``, a block of
+    frames at a time); its frames keep the capture's numbers (``first_frame``, 1-based).
 
     Gaps are filled from the solved body, and so are the samples the damage report flags as
     a swap or a ghost (a label on the wrong marker, a stray reflection: they were kept, the
@@ -585,22 +612,22 @@ def cleaned_markers(result: SolveResult, fps: float, subject_name: str = "",
     0, "computed" in a C3D; the others keep the capture's ``residual`` (``(F, M)`` m for
     ``result.labels``; unknown without it). Other outliers (``flagged as outlier``: a poorly
     seen segment drifting) are kept as measured."""
-    pos = np.array(result.pos)
-    wrong = _swaps_and_ghosts(result.report.get("damage", {}), result.labels, pos.shape[:2])
-    filled = np.isnan(pos).any(-1) | wrong
-    pos[filled] = result.solved_markers[filled]
-    res = (np.full(pos.shape[:2], np.nan, np.float32) if residual is None
-           else np.array(residual, np.float32))
-    res[filled] = 0.0
-    sk = result.motion.skeleton
-    jc = result.motion.gpos
-    labels = tuple(result.labels) + tuple(f"{n}_JC" for n in sk.names)
-    virtual = np.r_[np.zeros(len(result.labels), bool), np.ones(len(sk), bool)]
+    frames, labels, virtual, wrong = _cleaned_frames(result, residual)
+    pos, res = frames(0, len(result.pos))
     return MarkerTrajectories(
-        labels, fps, np.concatenate([pos, jc], axis=1), virtual, subject_name,
+        labels, fps, pos, virtual, subject_name,
         {"gap_filled": int(np.isnan(result.pos).any(-1).sum()),
-         "swaps_and_ghosts_replaced": int(wrong.sum()), "first_frame": int(first_frame)},
-        np.concatenate([res, np.zeros((len(pos), len(sk)), np.float32)], axis=1))
+         "swaps_and_ghosts_replaced": wrong, "first_frame": int(first_frame)}, res)
+
+
+def write_cleaned_c3d(result: SolveResult, fps: float, path, subject_name: str = "",
+                      first_frame: int = 1, residual: np.ndarray | None = None) -> None:
+    """``write_c3d(cleaned_markers(...), path)``, the same bytes, without a whole-take copy
+    of the cleaned points: a block of frames at a time."""
+    from ..io.c3d import write_c3d_frames
+    frames, labels, virtual, _ = _cleaned_frames(result, residual)
+    write_c3d_frames(frames, len(result.pos), labels, fps, path, virtual, subject_name,
+                     first_frame)
 
 
 def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: str,
@@ -610,7 +637,6 @@ def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: s
     (the solve's own, what it was solved with and into, and the capture against the Plug-in
     Gait solve its file holds, if any: ``compare.capture_pig_agreement``)."""
     from ..io.bvh import write_bvh
-    from ..io.c3d import write_c3d
     from .compare import capture_pig_agreement
     write_bvh(result.motion, output)
     report = dict(result.report)
@@ -620,8 +646,8 @@ def write_outputs(result: SolveResult, markers: MarkerTrajectories, spec_name: s
         if markers.residual is not None and set(result.labels) <= set(markers.labels):
             # (its columns only: select() would copy a long take's positions too)
             res = markers.residual[:, [markers.index(l) for l in result.labels]]
-        write_c3d(cleaned_markers(result, markers.fps, markers.subject,
-                                  markers.meta.get("first_frame", 1), res), c3d_out)
+        write_cleaned_c3d(result, markers.fps, c3d_out, markers.subject,
+                          markers.meta.get("first_frame", 1), res)
         report["c3d_out"] = str(c3d_out)
     pig = capture_pig_agreement(markers, result.motion)
     if pig:
