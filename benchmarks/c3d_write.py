@@ -1,6 +1,6 @@
 """Writing a C3D: physmocap's own writer (``write_c3d``) beside ezc3d's, on the same take.
 
-The take is CMU 01_01 tiled to ``--minutes`` (``long_take.tiled_capture``, 42 markers at 120
+The take is CMU 01_01 tiled to ``--minutes`` (``long_take.tiled_capture``, 41 markers at 120
 Hz). Each write runs in its own child process, so its peak RSS (``ru_maxrss``) is that write's
 alone, beside the same child building the take and stopping there (``build only``). ezc3d is
 driven as ``write_c3d`` drove it until 2026-12 (points, residuals and camera masks as whole-take
