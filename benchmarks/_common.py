@@ -1,6 +1,8 @@
-"""Shared by the benchmark scripts: the data folder (same rule as the tests) and medians."""
+"""Shared by the benchmark scripts: the data folder (same rule as the tests), medians and
+this process's peak memory."""
 from __future__ import annotations
 
+import resource
 import statistics
 import sys
 import time
@@ -18,6 +20,12 @@ def data_dir() -> Path:
     if d is None:
         sys.exit("benchmark: shared data folder not found (../shared/data or $PHYSMOCAP_DATA)")
     return d
+
+
+def peak_mb() -> float:
+    """This process's peak resident memory so far (MB; Linux's ``ru_maxrss`` in kB): run the
+    work in a child process of its own to measure that work alone."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def median_time(fn, repeats: int) -> tuple[float, list[float]]:

@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import data_dir
+from _common import data_dir, peak_mb
 
 FIXED_MB = 400.0          # interpreter, numpy, scipy (measured: ~100 MB; generous)
 BUDGET_X = {"build": 1.5, "load": 1.2, "features": 2.0}   # x the database arrays
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(stage: str, frames: int, path: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -45,6 +44,7 @@ def _ezc3d_write(m, path: Path) -> None:
 
 
 def child(writer: str, minutes: float, path: str) -> None:
+    from _common import peak_mb
     from long_take import tiled_capture
     from physmocap.io.c3d import write_c3d
     m = tiled_capture(minutes)
@@ -54,9 +54,8 @@ def child(writer: str, minutes: float, path: str) -> None:
     elif writer == "ezc3d":
         _ezc3d_write(m, Path(path))
     dt = time.perf_counter() - t0
-    print(json.dumps({"seconds": dt, "peak_mb": resource.getrusage(
-        resource.RUSAGE_SELF).ru_maxrss / 1024, "bytes": os.path.getsize(path)
-        if writer != "build only" else 0}))
+    print(json.dumps({"seconds": dt, "peak_mb": peak_mb(),
+                      "bytes": os.path.getsize(path) if writer != "build only" else 0}))
 
 
 def main() -> None:

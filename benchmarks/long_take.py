@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import data_dir
+from _common import data_dir, peak_mb
 
 
 def tiled_capture(minutes: float):
@@ -56,11 +55,11 @@ def child(minutes: float) -> None:
     cap = tiled_capture(minutes)
     body = load_body()
     spec = pick_markerset(cap.labels)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_before = peak_mb()
     t0 = time.perf_counter()
     res = solve_capture(cap, spec, body)
     dt = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mb()
     F = cap.n_frames
     # every array the result holds, each counted once (res.pos may be the input itself)
     arrays = [res.motion.lrot, res.motion.root_pos, res.kinematic.lrot, res.kinematic.root_pos,

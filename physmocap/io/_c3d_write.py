@@ -50,7 +50,9 @@ def _chars(values) -> tuple[bytes, list[int]]:
 
 def _record(name: str, group: int, kind: int, values, locked: bool = False) -> bytes:
     """One parameter record of group number ``group`` (1-based): ``kind`` -1 char, 2 int16
-    (written as its 16 bits), 4 float32; ``values`` a number (no dimensions) or a list."""
+    (written as its 16 bits), 4 float32; ``values`` a number (no dimensions) or a list. Each
+    dimension fits its byte: ``write_c3d_frames`` checks the labels' lengths, ``parameters``
+    splits long lists 255 at a time."""
     if kind == -1:
         data, dims = _chars(values)
     else:
@@ -59,8 +61,6 @@ def _record(name: str, group: int, kind: int, values, locked: bool = False) -> b
         v = [values] if scalar else list(values)
         data = (struct.pack(f"<{len(v)}H", *(int(x) & _WORD for x in v)) if kind == 2
                 else struct.pack(f"<{len(v)}f", *v))
-    if any(d > 255 for d in dims) or len(dims) > 7:
-        raise ValueError(f"parameter {name}: dimensions {dims} do not fit a C3D parameter")
     nm = name.encode("ascii")
     # the offset counts from its own first byte to the next record: itself (2), type, the
     # dimension count, dimensions, data and the (empty) description's length byte

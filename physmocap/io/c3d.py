@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from ..conventions import canonical_unit, infer_length_unit, up_to_zup_matrix, unit_scale
-from ..errors import (FileFormatError, ShapeError, UnitError, UnknownNameError, require_path,
-                      require_type)
+from ..errors import (FileFormatError, ShapeError, UnitError, UnknownNameError, bad_number,
+                      require_path, require_type)
 from ..markers import MarkerTrajectories
 from . import _c3d_child
 from .atomic import atomic_path
@@ -838,7 +838,7 @@ def write_c3d_frames(frames, n_frames: int, labels, fps: float, path, is_virtual
         raise ShapeError("cannot write a C3D of 0 frames")
     if m > SATURATED:
         raise ShapeError(f"cannot write a C3D of {m} points (the format holds {SATURATED})")
-    if not (np.isfinite(fps) and fps > 0):
+    if bad_number(fps, positive=True):
         raise ShapeError(f"cannot write a C3D at {fps} frames per second (a rate > 0)")
     # the take's first frame number, so that a cleaned capture's frames keep the numbers of
     # the original's
