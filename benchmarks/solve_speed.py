@@ -2,7 +2,12 @@
 (22.9 s at 120 Hz), single process, median of N runs. The subject is calibrated once, outside
 the timing; both solvers then solve every frame of the take.
 
-    python benchmarks/solve_speed.py [--repeats 3] [--capture cmu/01_01]
+    python benchmarks/solve_speed.py [--repeats 3] [--capture cmu/01_01] [--drop 0.01]
+
+``--drop P`` removes that fraction of the marker samples at random (seed 0) after calibration:
+short gaps scattered over the take, as in a raw capture. The row "each frame from the one before" is the
+pipeline's kinematic solve with every frame started from the one before (``chunk=1``), which
+is how frames missing a marker were solved before ``_schedule`` solved them in rounds.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--capture", default="cmu/01_01")
+    ap.add_argument("--drop", type=float, default=0.0, help="fraction of samples removed")
     args = ap.parse_args()
 
     from physmocap.calibrate import calibrate
@@ -35,14 +41,21 @@ def main() -> None:
     subj = calibrate(pos, t.fps, body.skeleton, ms0, kinematic_options=prior)
     sk, ms = subj.skeleton, subj.markerset
     F = t.n_frames
+    if args.drop > 0:
+        pos = pos.copy()
+        pos[np.random.default_rng(0).random(pos.shape[:2]) < args.drop] = np.nan
+    missing = int(np.isnan(pos).any(axis=-1).any(axis=1).sum())
     print(f"{args.capture}: {F} frames at {t.fps:g} Hz ({F / t.fps:.1f} s), {len(ms)} markers, "
-          f"{len(sk)} joints; median of {args.repeats} runs")
+          f"{len(sk)} joints, {missing} frames missing a marker; median of {args.repeats} runs")
 
     kin = {}
     t_kin, _ = median_time(lambda: kin.update(r=solve_kinematic(
         sk, ms, pos, fps=t.fps, max_marker_pull=0.04, **prior)), args.repeats)
     t_kin_p, _ = median_time(lambda: kin.update(p=solve_kinematic(
         sk, ms, pos, fps=t.fps, max_marker_pull=0.04, **prior, **TRACKING)), args.repeats)
+    t_kin_c, _ = median_time(lambda: kin.update(c=solve_kinematic(
+        sk, ms, pos, fps=t.fps, max_marker_pull=0.04, **prior, **{**TRACKING, "chunk": 1})),
+        args.repeats)
     jspec = joint_spec_from_body(body, sk)
     phys = {}
     t_phys, _ = median_time(lambda: phys.update(r=solve_physical(
@@ -52,6 +65,7 @@ def main() -> None:
     rms = lambda r: 1000 * float(np.sqrt(np.nanmean(r ** 2)))  # noqa: E731
     rows = [("kinematic (LM, batched)", t_kin, rms(kin["r"].residual)),
             ("kinematic, as the pipeline (TRACKING)", t_kin_p, rms(kin["p"].residual)),
+            ("  each frame from the one before", t_kin_c, rms(kin["c"].residual)),
             ("physical, kinematic start each frame", t_phys, rms(phys["r"].residual)),
             ("physical, pure tracking (1 run)", t_track, rms(phys["p"].residual))]
     print(f"{'solver':<40}{'seconds':>9}{'frames/s':>10}{'x real time':>13}{'RMS mm':>9}")

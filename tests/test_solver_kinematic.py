@@ -318,6 +318,58 @@ def test_free_joints_hold_their_rotation(motion, markerset, clean):
     assert not observable_joints(sk, markerset)[sk.index("LHipJoint")]
 
 
+def test_schedule_starts_from_solved_frames_and_batches_short_gaps():
+    """``_schedule``: every frame starts from a frame solved in an earlier round, no further
+    back than its kind allows; a take seeing every marker is chunked as before (``chunk``
+    frames from the frame before them); scattered gaps no longer chain every frame."""
+    F, seed = 400, 0
+    rng = np.random.default_rng(3)
+    complete = rng.random(F) > 0.3                  # 30 % of the frames miss a marker
+    complete[200:260] = False                       # and a long run of them
+    seen = np.ones(F, bool)
+    seen[[50, 51, 230]] = False                     # frames seeing nothing
+    complete &= seen
+    for order in (np.arange(seed + 1, F), np.arange(F - 2, -1, -1)):
+        s0 = order[0] - (order[1] - order[0])
+        start, rounds = K._schedule(order, s0, complete, seen, 32, 1)
+        rnd = {s0: 0, **dict(zip(order.tolist(), rounds.tolist()))}
+        back = np.abs(order - start)
+        assert all(rnd[int(s)] == r - 1 for s, r in zip(start, rounds))
+        inc = ~complete[order] & seen[order]
+        assert np.all(back[inc] == 1)               # chunk_incomplete 1: the frame before
+        assert np.all(back[~seen[order]] == 1)      # seeing nothing: the frame before's pose
+        comp = complete[order]
+        assert np.all(back[comp] <= 32)
+        assert np.all(complete[start[comp][:40]] | (start[comp][:40] == s0))  # not from gaps
+        assert rounds.max() < 90                    # not one round per frame (399)
+    everything = np.ones(F, bool)
+    start, rounds = K._schedule(np.arange(1, F), 0, everything, everything, 32, 8)
+    np.testing.assert_array_equal(start, (np.arange(1, F) - 1) // 32 * 32)
+    np.testing.assert_array_equal(rounds, (np.arange(1, F) - 1) // 32 + 1)
+    start, rounds = K._schedule(np.arange(1, F), 0, ~everything, everything, 32, 1)
+    np.testing.assert_array_equal(start, np.arange(F - 1))
+
+
+def test_scattered_gaps_solve_in_rounds_as_frame_by_frame(motion, markerset):
+    """Short gaps all over the take (1 % of the samples dropped: 122 of 268 frames miss a
+    marker) are solved in rounds, not frame after frame: 13 batches, 3-4x faster (measured),
+    the same pose as the solve that chains every frame to the one before (``chunk=1``)."""
+    from physmocap.solver.pipeline import TRACKING
+    pos = synthesize(motion, markerset, noise_m=NOISE, drop=0.01, rng=np.random.default_rng(8))
+    calls = {}
+    res = {}
+    for name, kw in (("rounds", TRACKING), ("chained", dict(TRACKING, chunk=1))):
+        calls[name] = []
+        res[name] = solve_kinematic(motion.skeleton, markerset, pos, **kw,
+                                    progress=lambda d, n, c=calls[name]: c.append(d))
+    assert len(calls["chained"]) == motion.n_frames and len(calls["rounds"]) < 30
+    obs = res["chained"].observable
+    diff = np.degrees(quat.angle(res["rounds"].motion.lrot, res["chained"].motion.lrot))
+    assert diff[:, obs].max() < 0.05
+    e = [joint_angle_error_deg(r.motion, motion, obs).mean() for r in res.values()]
+    assert abs(e[0] - e[1]) < 0.01
+
+
 # --------------------------------------------------------------------------- error paths
 
 

@@ -110,6 +110,8 @@ def _check_markerset(skeleton: Skeleton, markerset: MarkerSet) -> None:
 #: frames at a time where a whole take is transformed: a long take needs no temporaries beyond
 #: its outputs.
 _BLOCK = 4096
+#: most frames solved in one batch (one round of ``_schedule``'s); the batch holds ~100 kB a frame.
+_ROUND_BATCH = 256
 
 
 def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
@@ -682,6 +684,50 @@ def _seed(st: _Structure, obs0, vis0, wm, free_bool, iterations, tol, pull):
     return lrot[0], root[0], total, bool(conv[0])
 
 
+def _schedule(order: np.ndarray, start0: int, complete: np.ndarray, seen: np.ndarray,
+              chunk: int, chunk_incomplete: int) -> tuple[np.ndarray, np.ndarray]:
+    """The frame each frame of ``order`` starts from, and the round it is solved in (both
+    ``(len(order),)`` int; ``start0``, already solved, is round 0).
+
+    ``order`` runs away from ``start0`` (forward or backward). A frame seeing every marker
+    (``complete``) has one pose up to the directions no marker fixes, so its start only costs
+    iterations: it starts from the same complete frame as the complete frames before it, until
+    that frame is more than ``chunk`` frames back; then from the last complete frame, or from
+    the frame before it when no complete frame is that close. A frame missing markers may leave
+    directions free that keep their start values (and ``hold`` pulls toward its start): it
+    starts from a frame at most ``chunk_incomplete`` frames back along the take (the frame
+    before it with ``chunk_incomplete == 1``). A frame seeing nothing takes the pose of the
+    frame before it. A frame's round is one more than its start's, so each round starts only
+    from frames solved before it: a take whose gaps are short solves in about ``frames / chunk
+    + longest run of incomplete frames`` rounds instead of one per frame (the chain through
+    every frame the old chunking made where any marker was missing).
+    """
+    n = len(order)
+    start = np.empty(n, int)
+    rounds = np.empty(n, int)
+    level = [0] * len(complete)     # each frame's round (start0's is 0)
+    key_c = key_i = start0          # the complete frames' start, the others'
+    last_c = start0                 # the last complete frame (or start0)
+    prev = start0
+    seen, complete = seen.tolist(), complete.tolist()   # Python scalars: a loop over frames
+    for k, f in enumerate(order.tolist()):
+        if not seen[f]:
+            start[k] = prev
+        elif complete[f]:
+            if abs(f - key_c) > chunk:
+                key_c = last_c if abs(f - last_c) <= chunk else prev
+            start[k] = key_c
+            last_c = f
+        else:
+            if abs(f - key_i) > chunk_incomplete:
+                key_i = prev
+            start[k] = key_i
+        level[f] = level[start[k]] + 1
+        rounds[k] = level[f]
+        prev = f
+    return start, rounds
+
+
 class _MS:
     """A duck-typed marker set for internal calls (body/offset only, no re-validation)."""
 
@@ -717,12 +763,13 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             frame ``seed_frame`` (the first frame seeing at least half the markers, or else the
             one seeing most) is solved from the rest pose (root by centroid + Kabsch, then LM
             freeing the tree by depth, ``seed_iterations`` per stage); the other frames are
-            warm-started outwards from it in chunks of ``chunk`` frames, every frame of a chunk
-            starting from the last solved frame before the chunk and the chunk solved as one
-            batch. Larger chunks mean fewer, larger numpy calls but starting poses further away.
-            Where a chunk would hold a frame with a missing marker, ``chunk_incomplete`` frames
-            are taken instead: such a frame may leave directions unconstrained (a hand with one
-            marker seen), which keep their starting values, so the start must be recent.
+            warm-started outwards from it (``_schedule``): a frame seeing every marker starts
+            from a solved frame seeing every marker at most ``chunk`` frames before it (so up to
+            ``chunk`` such frames share a start and are solved as one batch), a frame missing a
+            marker from a frame at most ``chunk_incomplete`` frames before it: such a frame may
+            leave directions unconstrained (a hand with one marker seen), which keep their
+            starting values, so the start must be recent. Frames whose starts are solved are
+            solved together, so the frames between two short gaps need not wait for each other.
         fps: frame rate of the returned motion.
         iterations: LM iteration cap per frame.
         tol: a frame stops when an accepted step lowers the cost by less than ``tol`` times
@@ -734,8 +781,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             swapped marker cannot tear the pose, and flagged in ``result.outlier``. ``None``:
             plain least squares.
         progress: called as ``progress(frames_done, frames_total)`` after each batch.
-        chunk: frames per warm-started batch where every marker is seen (>= 1).
-        chunk_incomplete: frames per batch where some marker is missing (>= 1).
+        chunk: frames, >= 1: how far back a frame seeing every marker may start.
+        chunk_incomplete: frames, >= 1: how far back a frame missing a marker may start.
         seed_iterations: LM iteration cap per stage of the seed frame.
         rotation_prior: ``(W (J, 3, 3), c (J, 3))`` or None: adds
             ``sum_j (v_j - c_j)^T W_j (v_j - c_j)`` to the cost, ``v_j`` the rotation vector
@@ -848,25 +895,25 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         if progress is not None:
             progress(done, F)
         complete = nvis == M
+        frames, starts, rounds = [], [], []
         for order in (np.arange(seed + 1, F), np.arange(seed - 1, -1, -1)):
-            prev = seed
-            s = 0
-            while s < len(order):
-                # A frame seeing every marker has one pose, so its start only costs iterations;
-                # an incomplete one may leave directions free that keep their start values, so
-                # its start must be recent: smaller batches where markers are missing.
-                whole = complete[order[s:s + chunk]].all()
-                size = chunk if whole else min(chunk, chunk_incomplete)
-                idx = order[s:s + size]
-                s += size
-                n = len(idx)
-                solve_batch(idx, np.repeat(lrot[prev][None], n, 0),
-                            np.repeat(root[prev][None], n, 0))
-                # Frames with no visible marker keep the pose of the frame before them.
-                for k in np.flatnonzero(nvis[idx] == 0):
-                    src = idx[k - 1] if k > 0 else prev
-                    lrot[idx[k]], root[idx[k]] = lrot[src], root[src]
-                prev = idx[-1]
+            st_, rd_ = _schedule(order, seed, complete, nvis > 0, chunk, chunk_incomplete)
+            frames.append(order)
+            starts.append(st_)
+            rounds.append(rd_)
+        frames, starts, rounds = (np.concatenate(a) for a in (frames, starts, rounds))
+        by = np.argsort(rounds, kind="stable")
+        cuts = np.flatnonzero(np.diff(rounds[by])) + 1
+        # A round's frames start from frames solved in earlier rounds, so they are solved
+        # together, at most _ROUND_BATCH at a time (each frame's LM is its own: the split does
+        # not change the result, and it bounds the batch's (n, P, P) arrays).
+        for rnd in np.split(by, cuts) if by.size else ():
+            for b in np.array_split(rnd, -(-len(rnd) // _ROUND_BATCH)):
+                idx, src = frames[b], starts[b]
+                solve_batch(idx, lrot[src], root[src])
+                # Frames with no visible marker keep the pose of the frame they start from.
+                blind = nvis[idx] == 0
+                lrot[idx[blind]], root[idx[blind]] = lrot[src[blind]], root[src[blind]]
 
     lrot = quat.normalize(lrot)
     # Read-only arrays go into the Motion without a copy.

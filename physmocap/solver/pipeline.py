@@ -34,7 +34,9 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: from an older solver is solved again rather than kept: the version alone stays the same
 #: between releases. 2: plants end once their marker has left its place, their springs ramp.
 #: 3: toes no marker is on are bent at the ball by the floor (``toes.floor_toes``).
-SOLVER_REVISION = 3
+#: 4: the kinematic solve starts a frame seeing every marker from an earlier such frame, not
+#: through the frames missing one before it (``kinematic._schedule``).
+SOLVER_REVISION = 4
 
 
 @dataclass(frozen=True, eq=False)
