@@ -5,9 +5,10 @@ the timing; both solvers then solve every frame of the take.
     python benchmarks/solve_speed.py [--repeats 3] [--capture cmu/01_01] [--drop 0.01]
 
 ``--drop P`` removes that fraction of the marker samples at random (seed 0) after calibration:
-short gaps scattered over the take, as in a raw capture. The row "each frame from the one before" is the
-pipeline's kinematic solve with every frame started from the one before (``chunk=1``), which
-is how frames missing a marker were solved before ``_schedule`` solved them in rounds.
+short gaps scattered over the take, as in a raw capture. The row "each frame from the one
+before" is the pipeline's kinematic solve with every frame started from the one before
+(``chunk=1``), which is how frames missing a marker were solved before ``_schedule`` solved
+them in rounds.
 """
 from __future__ import annotations
 

@@ -699,8 +699,7 @@ def _schedule(order: np.ndarray, start0: int, complete: np.ndarray, seen: np.nda
     before it with ``chunk_incomplete == 1``). A frame seeing nothing takes the pose of the
     frame before it. A frame's round is one more than its start's, so each round starts only
     from frames solved before it: a take whose gaps are short solves in about ``frames / chunk
-    + longest run of incomplete frames`` rounds instead of one per frame (the chain through
-    every frame the old chunking made where any marker was missing).
+    + longest run of incomplete frames`` rounds instead of one per frame.
     """
     n = len(order)
     start = np.empty(n, int)
@@ -765,7 +764,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             freeing the tree by depth, ``seed_iterations`` per stage); the other frames are
             warm-started outwards from it (``_schedule``): a frame seeing every marker starts
             from a solved frame seeing every marker at most ``chunk`` frames before it (so up to
-            ``chunk`` such frames share a start and are solved as one batch), a frame missing a
+            ``chunk`` such frames share a start and are solved as one batch; after a longer run
+            of frames missing a marker, from the frame before it), a frame missing a
             marker from a frame at most ``chunk_incomplete`` frames before it: such a frame may
             leave directions unconstrained (a hand with one marker seen), which keep their
             starting values, so the start must be recent. Frames whose starts are solved are
