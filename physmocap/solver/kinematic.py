@@ -701,9 +701,7 @@ def _schedule(order: np.ndarray, start0: int, complete: np.ndarray, seen: np.nda
     from frames solved before it: a take whose gaps are short solves in about ``frames / chunk
     + longest run of incomplete frames`` rounds instead of one per frame.
     """
-    n = len(order)
-    start = np.empty(n, int)
-    rounds = np.empty(n, int)
+    start = np.empty(len(order), int)
     level = [0] * len(complete)     # each frame's round (start0's is 0)
     key_c = key_i = start0          # the complete frames' start, the others'
     last_c = start0                 # the last complete frame (or start0)
@@ -722,9 +720,8 @@ def _schedule(order: np.ndarray, start0: int, complete: np.ndarray, seen: np.nda
                 key_i = prev
             start[k] = key_i
         level[f] = level[start[k]] + 1
-        rounds[k] = level[f]
         prev = f
-    return start, rounds
+    return start, np.asarray(level)[order]
 
 
 class _MS:
@@ -895,13 +892,10 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         if progress is not None:
             progress(done, F)
         complete = nvis == M
-        frames, starts, rounds = [], [], []
-        for order in (np.arange(seed + 1, F), np.arange(seed - 1, -1, -1)):
-            st_, rd_ = _schedule(order, seed, complete, nvis > 0, chunk, chunk_incomplete)
-            frames.append(order)
-            starts.append(st_)
-            rounds.append(rd_)
-        frames, starts, rounds = (np.concatenate(a) for a in (frames, starts, rounds))
+        orders = (np.arange(seed + 1, F), np.arange(seed - 1, -1, -1))
+        plans = [_schedule(o, seed, complete, nvis > 0, chunk, chunk_incomplete) for o in orders]
+        frames = np.concatenate(orders)
+        starts, rounds = (np.concatenate(a) for a in zip(*plans))
         by = np.argsort(rounds, kind="stable")
         cuts = np.flatnonzero(np.diff(rounds[by])) + 1
         # A round's frames start from frames solved in earlier rounds, so they are solved
