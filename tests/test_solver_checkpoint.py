@@ -37,8 +37,10 @@ def test_blocks_match_one_piece_and_resume_gives_the_same_result(take, small_blo
     ref = pipeline.solve_capture(t, spec, body)                     # four blocks, no checkpoint
     monkeypatch.setattr(pipeline, "BLOCK", 10_000)
     whole = pipeline.solve_capture(t, spec, body)                   # one piece
-    # Blocks start WARMUP frames early: their edges are the one-piece solve to rounding.
-    assert np.abs(ref.motion.lrot - whole.motion.lrot).max() < 1e-9
+    # Blocks start WARMUP frames early: their edges are the one-piece solve to 1e-6 (a frame's
+    # start carries part of the frame before's correction, so what a block's first frame
+    # started from fades over the warm-up frames, not within one: 8e-4 after 16 of them).
+    assert np.abs(ref.motion.lrot - whole.motion.lrot).max() < 1e-6
     monkeypatch.setattr(pipeline, "BLOCK", 50)
 
     def stop_after_two_blocks(stage, done, total):

@@ -29,7 +29,7 @@ from ..skeleton import Skeleton
 from .body import JointSpec, PhysicsBody, _segment_vectors
 
 __all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors",
-           "plant_weights", "anchor_weights"]
+           "plant_weights", "anchor_weights", "CARRY"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,10 @@ class PhysicalResult:
 
 #: frames per block where a whole take is transformed at once (bounds the temporaries).
 BLOCK = 4096
+#: share of the frame before's correction a frame's start carries (``solve_physical``, from a
+#: kinematic solve): below 1, so that where no marker pins a direction the starts do not drift
+#: from the kinematic poses, and what a frame carried fades within a block's ``WARMUP``.
+CARRY = 0.9
 
 
 def landmarks(gpos: np.ndarray, grot: np.ndarray, markerset: MarkerSet) -> np.ndarray:
@@ -288,7 +292,10 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         fps: capture rate of ``pos``.
         init: starting pose. With one frame, frame 0 starts there and every later frame from the
             previous equilibrium (pure physical tracking). With ``F`` frames (e.g. the kinematic
-            solve), every frame starts from its own initial pose.
+            solve), every frame starts from its own initial pose, moved by ``CARRY`` of the
+            correction the frame before's equilibrium made to its own where both see the same
+            markers and constraints; the resistive torques hold each frame near its own
+            initial pose.
         spec: joint kinds and limits (default: ball joints, no tight limits).
         anchors: ``(F, K, 3)`` m, where constraint ``k`` pins its point (NaN = inactive), from
             ``plant_anchors`` or a scene's hand holds; ``anchor_rows``: ``(K,)`` the marker
@@ -320,6 +327,12 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             raise ShapeError("anchor_weight must hold fractions 0..1 (each spring's share of "
                              "plant_stiffness)")
     present = ~np.isnan(pos).any(axis=-1)
+    # (F,) frames seeing the same markers, and held by the same constraints, as the one before
+    same = np.zeros(F, bool)
+    same[1:] = (present[1:] == present[:-1]).all(axis=1)
+    if anchors is not None:
+        held = ~np.isnan(anchors[..., 0])
+        same[1:] &= (held[1:] == held[:-1]).all(axis=1)
     k_all = s.stiffness * markerset.weight
     out_root = np.empty((F, 3))
     out_lrot = np.empty((F, len(skeleton), 4))
@@ -363,16 +376,31 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 inertia[jb] += (kp + np.where(is_hinge, kh, 0.0) + kl) * s.timestep ** 2
                 body.set_mass_properties(mass, inertia)
             if init.n_frames == F and f > 0:
-                body.set_pose(init.root_pos[f], init.lrot[f])
+                if same[f]:
+                    # The same springs pull as in the frame before, so its equilibrium's
+                    # offset from its initial pose fits this frame too: a stiff plant spring
+                    # pulls a planted foot from the kinematic pose, which took 7.7 sub-steps
+                    # a frame from there on cmu/01_01, 4.4 from here (and ends nearer the
+                    # equilibrium: the sub-steps stop once the landmarks barely move).
+                    corr = quat.mul(quat.conj(init.lrot[f - 1]), out_lrot[f - 1])
+                    body.set_pose(
+                        init.root_pos[f] + CARRY * (out_root[f - 1] - init.root_pos[f - 1]),
+                        quat.mul(init.lrot[f], quat.slerp(quat.identity(corr.shape[:1]), corr,
+                                                          CARRY)))
+                else:
+                    body.set_pose(init.root_pos[f], init.lrot[f])
             elif f >= 2 and s.predict:
                 # Warm start at constant velocity from the last two equilibria: markers move
                 # smoothly, so this lands near the new equilibrium and saves sub-steps.
                 body.set_pose(2.0 * out_root[f - 1] - out_root[f - 2],
                               quat.mul(out_lrot[f - 1],
                                        quat.mul(quat.conj(out_lrot[f - 2]), out_lrot[f - 1])))
-            # Resistive torques pull toward the warm start (the predicted pose).
-            _, start_lrot = body.get_pose()
-            ball_target = start_lrot[body.ball]
+            # Resistive torques pull toward the initial pose (or the pose predicted from the
+            # equilibria before).
+            if init.n_frames == F:
+                ball_target = init.lrot[f, body.ball]
+            else:
+                ball_target = body.get_pose()[1][body.ball]
             idx = np.flatnonzero(present[f])
             target, joints, k = pos[f, idx], markerset.body[idx], k_all[idx, None]
             prev = None

@@ -36,7 +36,7 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: 3: toes no marker is on are bent at the ball by the floor (``toes.floor_toes``).
 #: 4: the kinematic solve starts a frame seeing every marker from an earlier such frame, not
 #: through the frames missing one before it (``kinematic._schedule``).
-SOLVER_REVISION = 4
+SOLVER_REVISION = 5
 
 
 @dataclass(frozen=True, eq=False)
