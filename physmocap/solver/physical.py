@@ -379,9 +379,10 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 if same[f]:
                     # The same springs pull as in the frame before, so its equilibrium's
                     # offset from its initial pose fits this frame too: a stiff plant spring
-                    # pulls a planted foot from the kinematic pose, which took 7.7 sub-steps
-                    # a frame from there on cmu/01_01, 4.4 from here (and ends nearer the
-                    # equilibrium: the sub-steps stop once the landmarks barely move).
+                    # pulls a planted foot from the kinematic pose: cmu/01_01's steadily
+                    # planted frames took 7.7 sub-steps a frame from there, 4.4 from here, and
+                    # end nearer the equilibrium (the sub-steps stop once the landmarks barely
+                    # move, not at it).
                     corr = quat.mul(quat.conj(init.lrot[f - 1]), out_lrot[f - 1])
                     body.set_pose(
                         init.root_pos[f] + CARRY * (out_root[f - 1] - init.root_pos[f - 1]),

@@ -35,7 +35,9 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: between releases. 2: plants end once their marker has left its place, their springs ramp.
 #: 3: toes no marker is on are bent at the ball by the floor (``toes.floor_toes``).
 #: 4: the kinematic solve starts a frame seeing every marker from an earlier such frame, not
-#: through the frames missing one before it (``kinematic._schedule``).
+#: through the frames missing one before it (``kinematic._schedule``). 5: the physical solve
+#: starts a frame from its kinematic pose moved by part of the frame before's correction
+#: (``physical.CARRY``).
 SOLVER_REVISION = 5
 
 
