@@ -4,6 +4,10 @@ the timing; both solvers then solve every frame of the take.
 
     python benchmarks/solve_speed.py [--repeats 3] [--capture cmu/01_01] [--drop 0.01]
 
+The rows "as the pipeline (foot plants)" solve as ``physmocap solve`` does: planted heels and
+toes pinned by stiff springs, which nearly doubled the sub-steps a frame while every frame
+started from its kinematic pose alone (the row below it: ``PhysicalSettings(carry=0)``, as before).
+
 ``--drop P`` removes that fraction of the marker samples at random (seed 0) after calibration:
 short gaps scattered over the take, as in a raw capture. The row "each frame from the one
 before" is the pipeline's kinematic solve with every frame started from the one before
@@ -30,8 +34,9 @@ def main() -> None:
     from physmocap.io.c3d import read_c3d
     from physmocap.scene import load_body, pick_markerset
     from physmocap.solver.kinematic import solve_kinematic
-    from physmocap.solver.physical import solve_physical
-    from physmocap.solver.pipeline import TRACKING, joint_spec_from_body, kinematic_prior
+    from physmocap.solver.physical import PhysicalSettings, solve_physical
+    from physmocap.solver.pipeline import (TRACKING, _foot_rows, foot_plants,
+                                           joint_spec_from_body, kinematic_prior)
 
     t = read_c3d(data_dir() / f"c3d/{args.capture}.c3d")
     body = load_body()
@@ -61,6 +66,15 @@ def main() -> None:
     phys = {}
     t_phys, _ = median_time(lambda: phys.update(r=solve_physical(
         sk, ms, pos, t.fps, init=kin["r"].motion, spec=jspec)), args.repeats)
+    # as `physmocap solve` runs it: planted heels and toes pinned by stiff springs, from the
+    # pipeline's kinematic solve
+    rows, _ = _foot_rows(ms.names)
+    _, anchors = foot_plants(ms, pos, t.fps, kin["p"].motion, rows)
+    plants = dict(init=kin["p"].motion, spec=jspec, anchors=anchors, anchor_rows=rows)
+    t_plant, _ = median_time(lambda: phys.update(a=solve_physical(sk, ms, pos, t.fps, **plants)),
+                             args.repeats)
+    t_alone, _ = median_time(lambda: phys.update(z=solve_physical(
+        sk, ms, pos, t.fps, settings=PhysicalSettings(carry=0.0), **plants)), args.repeats)
     t_track, _ = median_time(lambda: phys.update(p=solve_physical(
         sk, ms, pos, t.fps, init=kin["r"].motion[:1], spec=jspec)), 1)
     rms = lambda r: 1000 * float(np.sqrt(np.nanmean(r ** 2)))  # noqa: E731
@@ -68,6 +82,8 @@ def main() -> None:
             ("kinematic, as the pipeline (TRACKING)", t_kin_p, rms(kin["p"].residual)),
             ("  each frame from the one before", t_kin_c, rms(kin["c"].residual)),
             ("physical, kinematic start each frame", t_phys, rms(phys["r"].residual)),
+            ("physical, as the pipeline (foot plants)", t_plant, rms(phys["a"].residual)),
+            ("  each frame from its kinematic pose alone", t_alone, rms(phys["z"].residual)),
             ("physical, pure tracking (1 run)", t_track, rms(phys["p"].residual))]
     print(f"{'solver':<40}{'seconds':>9}{'frames/s':>10}{'x real time':>13}{'RMS mm':>9}")
     for name, sec, r in rows:

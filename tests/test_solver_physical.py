@@ -258,7 +258,7 @@ object = "bar"
     ("stiffness", 0.0), ("outlier_distance", float("nan")), ("timestep", -1.0),
     ("mass_floor", 0.0), ("tol", -1e-4), ("plant_stiffness", float("inf")), ("resist", "x"),
     ("keep", 1.5), ("substeps", 0), ("min_substeps", 2.5), ("predict", 1), ("plant_ramp", -0.01),
-    ("ball_limits", None),
+    ("ball_limits", None), ("carry", -0.1), ("carry", float("nan")),
 ])
 def test_bad_physical_settings_are_one_settings_error(field, value):
     """Each is one line when the settings are made (before, none was checked), and the edges the
@@ -268,7 +268,9 @@ def test_bad_physical_settings_are_one_settings_error(field, value):
     assert "\n" not in str(e.value)
     with pytest.raises(SettingsError, match=r"min_substeps \(5\) exceeds substeps \(3\)"):
         PhysicalSettings(substeps=3, min_substeps=5)
-    assert PhysicalSettings(keep=0.0, tol=0.0, resist=0.0, substeps=1, min_substeps=1)
+    assert PhysicalSettings(keep=0.0, tol=0.0, resist=0.0, substeps=1, min_substeps=1,
+                            carry=0.0)
+    assert PhysicalSettings(carry=1.0)
 
 
 def test_ball_limit_torques_push_back_into_an_off_centre_twist_range():
@@ -289,12 +291,11 @@ def test_ball_limit_torques_push_back_into_an_off_centre_twist_range():
     assert np.allclose(tau(-30.0, ball_limits=False), 0)               # off: report only
 
 
-def test_a_frame_starts_from_the_correction_of_the_one_before(truth, markers, monkeypatch):
+def test_a_frame_starts_from_the_correction_of_the_one_before(truth, markers):
     """From the kinematic optimum per frame, a plant that pulls the foot 1 cm off its markers moves
     every frame's equilibrium away from its initial pose in the same way: started with the
-    frame before's correction (``CARRY``), the frames take fewer sub-steps and end nearer the
+    frame before's correction (``carry``), the frames take fewer sub-steps and end nearer the
     equilibrium than started from the initial pose alone."""
-    from physmocap.solver import physical
     still = truth[-40:]                        # standing after the stop
     pos = synthesize(still, markers, noise_m=0.002, rng=np.random.default_rng(3))
     rows = np.flatnonzero(markers.body == still.skeleton.index("LeftFoot"))[:1]
@@ -305,8 +306,7 @@ def test_a_frame_starts_from_the_correction_of_the_one_before(truth, markers, mo
                                         init=kin, anchors=anchors, anchor_rows=rows, **kw)
     tight = solve(settings=PhysicalSettings(tol=1e-6, substeps=300)).motion.gpos
     carried = solve()
-    monkeypatch.setattr(physical, "CARRY", 0.0)
-    alone = solve()
+    alone = solve(settings=PhysicalSettings(carry=0.0))
     far = [np.linalg.norm(r.motion.gpos - tight, axis=-1).mean() for r in (carried, alone)]
     print(f"sub-steps {carried.substeps.mean():.2f} / {alone.substeps.mean():.2f}, from the "
           f"tight solve {1000 * far[0]:.3f} / {1000 * far[1]:.3f} mm (carried / alone)")

@@ -28,7 +28,8 @@ __all__ = ["BLOCK", "WARMUP", "Checkpoint", "drop_if_empty", "job_key", "partial
 #: frames per physically solved block (~50 s at 120 Hz).
 BLOCK = 6000
 #: frames solved before a block (and discarded) so that it starts like the frames before it:
-#: each frame's start carries part of the correction of the frame before (``physical.CARRY``),
+#: each frame's start carries part of the correction of the frame before
+#: (``PhysicalSettings.carry``),
 #: and after 64 frames a block's first frame is the one-piece solve's within 1e-6 rad (16:
 #: 8e-4, measured on cmu/02_01).
 WARMUP = 64

@@ -29,7 +29,7 @@ from ..skeleton import Skeleton
 from .body import JointSpec, PhysicsBody, _segment_vectors
 
 __all__ = ["PhysicalSettings", "PhysicalResult", "solve_physical", "landmarks", "plant_anchors",
-           "plant_weights", "anchor_weights", "CARRY"]
+           "plant_weights", "anchor_weights"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ class PhysicalSettings:
             frame. Longer ramps move the foot more within the plant (0.03-0.08 s: up to 3.2
             mm a frame in the real captures; 0.02: 1.8 at most).
         predict: warm-start each frame at constant velocity from the two previous equilibria.
+        carry: share of the frame before's correction a frame's start carries when every frame
+            starts from its own pose of a kinematic solve (``solve_physical``'s ``init``); 0:
+            from that pose alone. Below 1, so that where no marker pins a direction the starts
+            do not drift from the kinematic poses, and what a frame carried fades within a
+            block's ``WARMUP`` frames.
         resist: stiffness of the resistive joint torques that hold each joint near its
             warm-start rotation, as a fraction of one marker spring at 10 cm (N·m/rad); small
             enough not to bias observed joints, enough to stop unobserved ones drifting.
@@ -77,6 +82,7 @@ class PhysicalSettings:
     plant_stiffness: float = 50000.0
     plant_ramp: float = 0.02
     predict: bool = True
+    carry: float = 0.9
     resist: float = 0.02
     hinge_stiffness: float = 2.0
     limit_stiffness: float = 10.0
@@ -88,7 +94,7 @@ class PhysicalSettings:
         require_numbers("PhysicalSettings", positive, **{n: getattr(self, n) for n in positive + (
             "tol", "plant_stiffness", "plant_ramp", "resist", "hinge_stiffness",
             "limit_stiffness")})
-        require_fractions("PhysicalSettings", keep=self.keep)
+        require_fractions("PhysicalSettings", keep=self.keep, carry=self.carry)
         require_counts("PhysicalSettings", substeps=self.substeps, min_substeps=self.min_substeps)
         if self.min_substeps > self.substeps:
             raise SettingsError(f"PhysicalSettings: min_substeps ({self.min_substeps}) exceeds "
@@ -121,10 +127,6 @@ class PhysicalResult:
 
 #: frames per block where a whole take is transformed at once (bounds the temporaries).
 BLOCK = 4096
-#: share of the frame before's correction a frame's start carries (``solve_physical``, from a
-#: kinematic solve): below 1, so that where no marker pins a direction the starts do not drift
-#: from the kinematic poses, and what a frame carried fades within a block's ``WARMUP``.
-CARRY = 0.9
 
 
 def landmarks(gpos: np.ndarray, grot: np.ndarray, markerset: MarkerSet) -> np.ndarray:
@@ -292,10 +294,10 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
         fps: capture rate of ``pos``.
         init: starting pose. With one frame, frame 0 starts there and every later frame from the
             previous equilibrium (pure physical tracking). With ``F`` frames (e.g. the kinematic
-            solve), every frame starts from its own initial pose, moved by ``CARRY`` of the
-            correction the frame before's equilibrium made to its own where both see the same
-            markers and constraints; the resistive torques hold each frame near its own
-            initial pose.
+            solve), every frame starts from its own initial pose, moved by ``settings.carry``
+            of the correction the frame before's equilibrium made to its own where both see
+            the same markers and constraints; the resistive torques hold each frame near its
+            own initial pose.
         spec: joint kinds and limits (default: ball joints, no tight limits).
         anchors: ``(F, K, 3)`` m, where constraint ``k`` pins its point (NaN = inactive), from
             ``plant_anchors`` or a scene's hand holds; ``anchor_rows``: ``(K,)`` the marker
@@ -376,7 +378,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 inertia[jb] += (kp + np.where(is_hinge, kh, 0.0) + kl) * s.timestep ** 2
                 body.set_mass_properties(mass, inertia)
             if init.n_frames == F and f > 0:
-                if same[f]:
+                if same[f] and s.carry > 0:
                     # The same springs pull as in the frame before, so its equilibrium's
                     # offset from its initial pose fits this frame too: a stiff plant spring
                     # pulls a planted foot from the kinematic pose: cmu/01_01's steadily
@@ -385,9 +387,9 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                     # move, not at it).
                     corr = quat.mul(quat.conj(init.lrot[f - 1]), out_lrot[f - 1])
                     body.set_pose(
-                        init.root_pos[f] + CARRY * (out_root[f - 1] - init.root_pos[f - 1]),
+                        init.root_pos[f] + s.carry * (out_root[f - 1] - init.root_pos[f - 1]),
                         quat.mul(init.lrot[f], quat.slerp(quat.identity(corr.shape[:1]), corr,
-                                                          CARRY)))
+                                                          s.carry)))
                 else:
                     body.set_pose(init.root_pos[f], init.lrot[f])
             elif f >= 2 and s.predict:

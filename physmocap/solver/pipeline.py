@@ -37,7 +37,7 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: 4: the kinematic solve starts a frame seeing every marker from an earlier such frame, not
 #: through the frames missing one before it (``kinematic._schedule``). 5: the physical solve
 #: starts a frame from its kinematic pose moved by part of the frame before's correction
-#: (``physical.CARRY``).
+#: (``PhysicalSettings.carry``).
 SOLVER_REVISION = 5
 
 
@@ -116,6 +116,19 @@ def _foot_rows(labels: tuple) -> tuple[np.ndarray, tuple]:
     rows = [i for i, l in enumerate(labels)
             if any(l in FOOT_MARKERS[side][:2] for side in FOOT_MARKERS)]   # heels and toes
     return np.array(rows, int), tuple(labels[i] for i in rows)
+
+
+def foot_plants(markerset: MarkerSet, pos: np.ndarray, fps: float, kin_motion: Motion,
+                rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Foot plants of the markers ``rows (K,)`` of ``markerset`` (heels and toes): ``planted
+    (F, K)`` bool, detected from their positions ``pos (F, M, 3)`` m, and the anchors ``(F, K,
+    3)`` m the physical solve pins them to (NaN where not planted)."""
+    planted = detect_plants(pos[:, rows], fps)
+    # Anchors from the kinematic solve's landmarks, not the raw markers: they lie on the
+    # calibrated rigid foot, so a heel and a toe planted together agree with each other.
+    kin_points = marker_positions(kin_motion.skeleton, markerset.subset(rows), kin_motion.lrot,
+                                  kin_motion.root_pos)
+    return planted, plant_anchors(kin_points, planted, floor=None)
 
 
 def hold_anchors(env: Environment, skeleton, kin_motion: Motion, fps: float, n_frames: int
@@ -276,12 +289,7 @@ def _solve_capture(markers, spec, body, static, settings, plants, calibration_fr
     # 3. foot plants from the foot markers
     rows, plant_labels = _foot_rows(labels)
     if plants and len(rows):
-        planted = detect_plants(pos[:, rows], markers.fps)
-        # Anchors from the kinematic solve's landmarks, not the raw markers: they lie on the
-        # calibrated rigid foot, so a heel and a toe planted together agree with each other.
-        kin_points = marker_positions(sk, ms.subset(rows), kin_motion.lrot,
-                                      kin_motion.root_pos)
-        anchors = plant_anchors(kin_points, planted, floor=None)
+        planted, anchors = foot_plants(ms, pos, markers.fps, kin_motion, rows)
     else:
         planted = np.zeros((markers.n_frames, len(rows)), bool)
         anchors = None
