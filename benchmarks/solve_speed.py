@@ -4,9 +4,10 @@ the timing; both solvers then solve every frame of the take.
 
     python benchmarks/solve_speed.py [--repeats 3] [--capture cmu/01_01] [--drop 0.01]
 
-The rows "as the pipeline (foot plants)" solve as ``physmocap solve`` does: planted heels and
+The row "as the pipeline (foot plants)" solves as ``physmocap solve`` does: planted heels and
 toes pinned by stiff springs, which nearly doubled the sub-steps a frame while every frame
-started from its kinematic pose alone (the row below it: ``PhysicalSettings(carry=0)``, as before).
+started from its kinematic pose alone (the row below it: ``PhysicalSettings(carry=0)``, as
+before).
 
 ``--drop P`` removes that fraction of the marker samples at random (seed 0) after calibration:
 short gaps scattered over the take, as in a raw capture. The row "each frame from the one
@@ -83,7 +84,7 @@ def main() -> None:
             ("  each frame from the one before", t_kin_c, rms(kin["c"].residual)),
             ("physical, kinematic start each frame", t_phys, rms(phys["r"].residual)),
             ("physical, as the pipeline (foot plants)", t_plant, rms(phys["a"].residual)),
-            ("  each frame from its kinematic pose alone", t_alone, rms(phys["z"].residual)),
+            ("  from its kinematic pose alone", t_alone, rms(phys["z"].residual)),
             ("physical, pure tracking (1 run)", t_track, rms(phys["p"].residual))]
     print(f"{'solver':<40}{'seconds':>9}{'frames/s':>10}{'x real time':>13}{'RMS mm':>9}")
     for name, sec, r in rows:
