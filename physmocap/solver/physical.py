@@ -329,12 +329,14 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
             raise ShapeError("anchor_weight must hold fractions 0..1 (each spring's share of "
                              "plant_stiffness)")
     present = ~np.isnan(pos).any(axis=-1)
-    # (F,) frames seeing the same markers, and held by the same constraints, as the one before
-    same = np.zeros(F, bool)
-    same[1:] = (present[1:] == present[:-1]).all(axis=1)
-    if anchors is not None:
-        held = ~np.isnan(anchors[..., 0])
-        same[1:] &= (held[1:] == held[:-1]).all(axis=1)
+    # (F,) frames that start from the frame before's correction: those seeing the same
+    # markers, and held by the same constraints, as the one before
+    carried = np.zeros(F, bool)
+    if init.n_frames == F and s.carry > 0:
+        carried[1:] = (present[1:] == present[:-1]).all(axis=1)
+        if anchors is not None:
+            held = ~np.isnan(anchors[..., 0])
+            carried[1:] &= (held[1:] == held[:-1]).all(axis=1)
     k_all = s.stiffness * markerset.weight
     out_root = np.empty((F, 3))
     out_lrot = np.empty((F, len(skeleton), 4))
@@ -378,7 +380,7 @@ def solve_physical(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray, fp
                 inertia[jb] += (kp + np.where(is_hinge, kh, 0.0) + kl) * s.timestep ** 2
                 body.set_mass_properties(mass, inertia)
             if init.n_frames == F and f > 0:
-                if same[f] and s.carry > 0:
+                if carried[f]:
                     # The same springs pull as in the frame before, so its equilibrium's
                     # offset from its initial pose fits this frame too: a stiff plant spring
                     # pulls a planted foot from the kinematic pose: cmu/01_01's steadily
