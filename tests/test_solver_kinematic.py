@@ -417,6 +417,9 @@ def test_shape_errors(motion, markerset):
         solve_kinematic(sk, markerset, [[["x", "y", "z"]] * M] * 2)
     with pytest.raises(ShapeError, match="pos: no frames"):
         solve_kinematic(sk, markerset, np.zeros((0, M, 3)))
+    for fps in (0.0, float("nan"), -120.0, "120"):
+        with pytest.raises(ShapeError, match="fps must be a finite number > 0"):
+            solve_kinematic(sk, markerset, np.zeros((2, M, 3)), fps=fps)
     for kw in (dict(iterations=0), dict(chunk=0), dict(tol=float("nan"))):
         with pytest.raises(ShapeError, match="iterations, chunk and chunk_incomplete must be"):
             solve_kinematic(sk, markerset, np.zeros((2, M, 3)), **kw)

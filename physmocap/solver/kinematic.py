@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 
 from .. import quat
-from ..errors import ShapeError
+from ..errors import ShapeError, bad_number
 from ..markers import MarkerSet
 from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
@@ -819,6 +819,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
     F = pos.shape[0]
     if F == 0:
         raise ShapeError("pos: no frames")
+    if bad_number(fps, positive=True):     # found by the returned Motion, after the whole solve
+        raise ShapeError(f"fps must be a finite number > 0 (the frame rate of pos), got {fps!r}")
     if iterations < 1 or chunk < 1 or chunk_incomplete < 1 or not tol >= 0:
         raise ShapeError("iterations, chunk and chunk_incomplete must be >= 1, tol >= 0")
     if not (np.isfinite(hold) and hold >= 0):
