@@ -353,6 +353,10 @@ def _mirror_pairs(names) -> list[tuple[int, int]]:
 #: Stretches of a long take whose continuous pose solves start the calibration.
 POSE_WINDOWS = 5
 
+#: LM iteration cap per frame of the first pose solve (the template's offsets; the later
+#: alternations refine from its poses).
+FIRST_POSE_ITERATIONS = 40
+
 
 def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: MarkerSet,
               n_frames: int = 60, iterations: int = 4, pull: float = 0.05,
@@ -406,7 +410,7 @@ def calibrate(pos: np.ndarray, fps: float, template: Skeleton, markerset: Marker
         windows = [np.arange(a, a + n * stride, stride) for a in starts]
     strided = np.concatenate(windows)
     frames = strided[choose_frames(pos[strided], n_frames)]
-    first = [solve_kinematic(sk, ms, pos[w], fps=fps / stride, iterations=40,
+    first = [solve_kinematic(sk, ms, pos[w], fps=fps / stride, iterations=FIRST_POSE_ITERATIONS,
                              max_marker_pull=pull, **kinematic_options).motion for w in windows]
     lrot = np.concatenate([m.lrot for m in first])
     root = np.concatenate([m.root_pos for m in first])

@@ -112,6 +112,12 @@ def _check_markerset(skeleton: Skeleton, markerset: MarkerSet) -> None:
 _BLOCK = 4096
 #: most frames solved in one batch (one round of ``_schedule``'s); the batch holds ~100 kB a frame.
 _ROUND_BATCH = 256
+#: s: how far back a frame seeing every marker may start by default (``solve_kinematic``'s
+#: ``chunk``, in frames at its ``fps``). 32 frames (0.27 s at 120 Hz) started swinging arms so
+#: far back that on CMU 01_01 four of eleven calibrations (the same take, the fit's settings
+#: nudged) solved the left forearm into a minimum 5 cm off its marker, in 515 frames with every
+#: marker seen, the robust loss giving that marker up; 16 and 8 frames solved all eleven.
+CHUNK_SECONDS = 0.125
 
 
 def marker_positions(skeleton: Skeleton, markerset: MarkerSet, lrot: np.ndarray,
@@ -744,7 +750,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                     tol: float = 1e-7, free_joints: np.ndarray | None = None,
                     max_marker_pull: float | None = None,
                     progress: Callable[[int, int], None] | None = None,
-                    chunk: int = 32, chunk_incomplete: int = 8,
+                    chunk: int | None = None, chunk_incomplete: int = 8,
                     seed_iterations: int = 200,
                     rotation_prior: tuple[np.ndarray, np.ndarray] | None = None,
                     hold: float = 0.0) -> KinematicResult:
@@ -778,7 +784,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             swapped marker cannot tear the pose, and flagged in ``result.outlier``. ``None``:
             plain least squares.
         progress: called as ``progress(frames_done, frames_total)`` after each batch.
-        chunk: frames, >= 1: how far back a frame seeing every marker may start.
+        chunk: frames, >= 1: how far back a frame seeing every marker may start; ``None``: the
+            frames in ``CHUNK_SECONDS`` at ``fps``.
         chunk_incomplete: frames, >= 1: how far back a frame missing a marker may start.
         seed_iterations: LM iteration cap per stage of the seed frame.
         rotation_prior: ``(W (J, 3, 3), c (J, 3))`` or None: adds
@@ -821,6 +828,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         raise ShapeError("pos: no frames")
     if bad_number(fps, positive=True):     # found by the returned Motion, after the whole solve
         raise ShapeError(f"fps must be a finite number > 0 (the frame rate of pos), got {fps!r}")
+    if chunk is None:
+        chunk = max(1, int(round(CHUNK_SECONDS * fps)))
     if iterations < 1 or chunk < 1 or chunk_incomplete < 1 or not tol >= 0:
         raise ShapeError("iterations, chunk and chunk_incomplete must be >= 1, tol >= 0")
     if not (np.isfinite(hold) and hold >= 0):
