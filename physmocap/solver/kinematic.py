@@ -113,10 +113,12 @@ _BLOCK = 4096
 #: most frames solved in one batch (one round of ``_schedule``'s); the batch holds ~100 kB a frame.
 _ROUND_BATCH = 256
 #: s: how far back a frame seeing every marker may start by default (``solve_kinematic``'s
-#: ``chunk``, in frames at its ``fps``). 32 frames (0.27 s at 120 Hz) started swinging arms so
-#: far back that on CMU 01_01 four of eleven calibrations (the same take, the fit's settings
-#: nudged) solved the left forearm into a minimum 5 cm off its marker, in 515 frames with every
-#: marker seen, the robust loss giving that marker up; 16 and 8 frames solved all eleven.
+#: ``chunk``, in frames at its ``fps``). 32 frames (0.27 s at 120 Hz; 0.53 s in calibration's
+#: first poses, a stride of the take) started swinging arms so far back that CMU 01_01, calibrated
+#: with its settings nudged ten ways (``benchmarks/calibration_robustness.py``), gave subjects
+#: whose solve held the left forearm 5-9 cm off LFRM in ~425 frames with every marker seen (the
+#: robust loss giving that marker up), or subjects fitted 5.8-8.0 mm RMS: five of the ten. Now
+#: all ten fit 4.3-4.6 mm and solve the forearm on.
 CHUNK_SECONDS = 0.125
 
 
