@@ -885,8 +885,10 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         l0 = np.array(init.lrot)
         r0 = np.array(init.root_pos)
         lrot[:], root[:] = l0, r0
-        for s in range(0, F, chunk):
-            idx = np.arange(s, min(s + chunk, F))
+        # every frame starts from its own init: ``chunk`` (how far back a start may be) has no
+        # say here, and each frame's LM is its own, so the batches are only as small as memory asks
+        for s in range(0, F, _ROUND_BATCH):
+            idx = np.arange(s, min(s + _ROUND_BATCH, F))
             solve_batch(idx, l0[idx], r0[idx])
         # Unseen frames keep the initial pose (already in place).
     else:
