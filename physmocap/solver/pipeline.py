@@ -37,8 +37,10 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: 4: the kinematic solve starts a frame seeing every marker from an earlier such frame, not
 #: through the frames missing one before it (``kinematic._schedule``). 5: the physical solve
 #: starts a frame from its kinematic pose moved by part of the frame before's correction
-#: (``PhysicalSettings.carry``).
-SOLVER_REVISION = 5
+#: (``PhysicalSettings.carry``). 6: a frame seeing every marker starts at most
+#: ``kinematic.CHUNK_SECONDS`` back, and calibration's first poses stop at
+#: ``calibrate.FIRST_POSE_ITERATIONS`` (both move the subject and the kinematic poses).
+SOLVER_REVISION = 6
 
 
 @dataclass(frozen=True, eq=False)
