@@ -28,6 +28,20 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def capture_to_solve(name: str):
+    """The shared data's ``c3d/NAME.c3d`` as the solver sees it before calibration: the
+    trajectories, the default body, its marker set bound to the capture's labels, the markers'
+    positions ``(F, M, 3)`` m in that set's order and the body's kinematic prior."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import load_body, pick_markerset
+    from physmocap.solver.pipeline import kinematic_prior
+
+    t = read_c3d(data_dir() / f"c3d/{name}.c3d")
+    body = load_body()
+    ms0 = pick_markerset(t.labels).bind(body.skeleton, labels=t.labels)
+    return t, body, ms0, t.select(ms0.names).pos, kinematic_prior(body)
+
+
 def median_time(fn, repeats: int) -> tuple[float, list[float]]:
     """Median wall time (s) of ``fn()`` over ``repeats`` runs, and all the times."""
     times = []

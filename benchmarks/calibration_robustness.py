@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from _common import data_dir
+from _common import capture_to_solve
 
 #: (label, first pose iteration cap, calibration frames, max_pose_frames)
 NUDGES = [("as shipped", None, 60, 1500)] + \
@@ -36,15 +36,9 @@ def main() -> None:
 
     import physmocap.calibrate as cal
     import physmocap.solver.kinematic as kin
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
-    from physmocap.solver.pipeline import TRACKING, kinematic_prior
+    from physmocap.solver.pipeline import TRACKING
 
-    t = read_c3d(data_dir() / f"c3d/{args.capture}.c3d")
-    body = load_body()
-    ms0 = pick_markerset(t.labels).bind(body.skeleton, labels=t.labels)
-    pos = t.select(ms0.names).pos
-    prior = kinematic_prior(body)
+    t, body, ms0, pos, prior = capture_to_solve(args.capture)
     shipped = kin.solve_kinematic
     first_cap = cal.FIRST_POSE_ITERATIONS
 

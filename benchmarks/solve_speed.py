@@ -21,7 +21,7 @@ import argparse
 
 import numpy as np
 
-from _common import data_dir, median_time
+from _common import capture_to_solve, median_time
 
 
 def main() -> None:
@@ -32,19 +32,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from physmocap.calibrate import calibrate
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
     from physmocap.solver.kinematic import solve_kinematic
     from physmocap.solver.physical import PhysicalSettings, solve_physical
-    from physmocap.solver.pipeline import (TRACKING, _foot_rows, foot_plants,
-                                           joint_spec_from_body, kinematic_prior)
+    from physmocap.solver.pipeline import TRACKING, _foot_rows, foot_plants, joint_spec_from_body
 
-    t = read_c3d(data_dir() / f"c3d/{args.capture}.c3d")
-    body = load_body()
-    spec = pick_markerset(t.labels)
-    ms0 = spec.bind(body.skeleton, labels=t.labels)
-    pos = t.select(ms0.names).pos
-    prior = kinematic_prior(body)
+    t, body, ms0, pos, prior = capture_to_solve(args.capture)
     subj = calibrate(pos, t.fps, body.skeleton, ms0, kinematic_options=prior)
     sk, ms = subj.skeleton, subj.markerset
     F = t.n_frames
