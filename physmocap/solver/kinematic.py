@@ -31,6 +31,11 @@ makes hinges stiff off their axis and can hold joints near rest. ``W_j`` is in m
 adds to the marker cost (m^2) directly. It is part of the LM cost exactly, and of the normal
 equations by Gauss–Newton: ``d v_j / d delta_j = Jr^-1(v_j)``, the inverse right Jacobian of
 SO(3), so the prior adds ``Jr^-T W Jr^-1`` to the joint's 3x3 diagonal block — O(F·J).
+
+Minima. LM finds the minimum its start leads to; each frame starts from a solved frame before
+it. Where the markers leave two minima (a shoulder twisted either way about the upper arm), a
+stretch of frames can hold the worse one. ``_settle`` solves the frames around each sudden turn
+again from their neighbours' poses and keeps the better fit, spreading it along the stretch.
 """
 from __future__ import annotations
 
@@ -732,6 +737,79 @@ def _schedule(order: np.ndarray, start0: int, complete: np.ndarray, seen: np.nda
     return start, np.asarray(level)[order]
 
 
+#: rad/s: a free joint turning faster than this between two solved neighbours marks where the
+#: solve may have left one minimum for another (``_settle``): 5 deg a frame at 120 Hz. A real
+#: limb turns that fast too (a heel strike, an arm's swing); testing it costs time, not results.
+_JUMP_RATE = np.radians(600.0)
+#: relative cost drop that moves a frame into its neighbour's minimum: two starts in one basin
+#: end within LM's ``tol`` of each other; the wrong minima met on CMU 01_01 cost 30-100 % more.
+_SETTLE_GAIN = 1e-3
+
+
+def _settle(st: _Structure, observed, lrot: np.ndarray, root: np.ndarray, complete: np.ndarray,
+            fps: float, iterations: int, tol: float, pull) -> tuple[np.ndarray, np.ndarray,
+                                                                    np.ndarray]:
+    """Move frames seeing every marker into a neighbour's minimum where it fits them better.
+
+    A frame is solved from a frame before it (``_schedule``); where the markers leave a valley
+    with two minima (CMU's shoulder twisted either way about the upper arm), the solve can hold
+    a worse one for a stretch of frames and then snap to the better one. Where a free joint turns
+    faster than ``_JUMP_RATE`` between two frames, each is solved again from the other's pose;
+    a frame whose cost drops by ``_SETTLE_GAIN`` or more takes that pose, and its next neighbour
+    away from the source is tested in turn, so the better minimum spreads over the stretch. Only
+    frames seeing every marker take part: their cost does not depend on the start (no ``hold``),
+    so the lower one is the better fit by the solve's own measure.
+
+    ``lrot (F, J, 4)``, ``root (F, 3)`` are updated in place. Returns the frames moved ``(K,)``
+    and, per frame ``(F,)``, the LM iterations spent and whether the last accepted solve
+    converged (``-1`` where nothing was accepted).
+    """
+    F = len(lrot)
+    spent = np.zeros(F, int)
+    conv = np.full(F, -1)
+    moved = np.zeros(F, bool)
+    if F < 2 or not complete.any():
+        return np.zeros(0, int), spent, conv
+    q = lrot[:, st.free]
+    turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(q[1:] * q[:-1], axis=-1)), 0.0, 1.0)).max(axis=1)
+    f = np.flatnonzero(turn > _JUMP_RATE / fps)
+    tgt, src = np.r_[f, f + 1], np.r_[f + 1, f]
+    ci = np.flatnonzero(complete)
+    cost = np.full(F, np.inf)
+    for s in range(0, len(ci), _ROUND_BATCH):
+        idx = ci[s:s + _ROUND_BATCH]
+        o, v, w = observed(idx)
+        cost[idx] = _evaluate(st, lrot[idx], root[idx], o, v, w, pull)[4]
+    for _ in range(F):                     # each pass moves frames one step; at most F steps
+        keep = complete[tgt]
+        tgt, src = tgt[keep], src[keep]
+        if tgt.size == 0:
+            break
+        got_l, got_r, got_c = [], [], []
+        for s in range(0, len(tgt), _ROUND_BATCH):
+            a, b = tgt[s:s + _ROUND_BATCH], src[s:s + _ROUND_BATCH]
+            o, v, w = observed(a)
+            l, r, its, cv = _lm(st, o, v, w, lrot[b], root[b], iterations, tol, pull)
+            np.add.at(spent, a, its)
+            got_l.append(l)
+            got_r.append(r)
+            got_c.append((_evaluate(st, l, r, o, v, w, pull)[4], cv))
+        l, r = np.concatenate(got_l), np.concatenate(got_r)
+        c = np.concatenate([x for x, _ in got_c])
+        cv = np.concatenate([y for _, y in got_c])
+        # each target's best candidate (a frame tested from both sides keeps the lower)
+        order = np.lexsort((c, tgt))
+        best = order[np.r_[True, tgt[order][1:] != tgt[order][:-1]]]
+        best = best[c[best] < (1.0 - _SETTLE_GAIN) * cost[tgt[best]]]
+        a = tgt[best]
+        lrot[a], root[a], cost[a], conv[a] = l[best], r[best], c[best], cv[best]
+        moved[a] = True
+        tgt, src = 2 * a - src[best], a
+        inside = (tgt >= 0) & (tgt < F)
+        tgt, src = tgt[inside], src[inside]
+    return np.flatnonzero(moved), spent, conv
+
+
 class _MS:
     """A duck-typed marker set for internal calls (body/offset only, no re-validation)."""
 
@@ -755,7 +833,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                     chunk: int | None = None, chunk_incomplete: int = 8,
                     seed_iterations: int = 200,
                     rotation_prior: tuple[np.ndarray, np.ndarray] | None = None,
-                    hold: float = 0.0) -> KinematicResult:
+                    hold: float = 0.0, settle: bool = True) -> KinematicResult:
     """Fit the skeleton to marker positions, every frame independently (no temporal smoothing).
 
     Args:
@@ -802,6 +880,10 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             frame (``hold_prior``). A segment left with one marker (a rotation the frame cannot
             determine) then stays where the motion was instead of where noise pushes it; with
             ``hold = 1e-4`` 10 deg cost like one marker 1.7 mm off. 0: every frame alone.
+        settle: without ``init``, frames seeing every marker where the solved motion turns a
+            joint faster than ``_JUMP_RATE`` are solved again from their neighbours' poses and
+            take the better minimum (``_settle``); a wrong minimum held for a stretch of frames
+            goes. False: every frame keeps the minimum its start led to.
     Returns:
         ``KinematicResult``. A frame with no visible marker is not solved: it keeps the pose of
         the frame solved just before it in processing order (the previous frame after the seed,
@@ -923,6 +1005,11 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                 # Frames with no visible marker keep the pose of the frame they start from.
                 blind = nvis[idx] == 0
                 lrot[idx[blind]], root[idx[blind]] = lrot[src[blind]], root[src[blind]]
+        if settle:
+            _, spent, last = _settle(st, observed, lrot, root, nvis == M, fps, iterations, tol,
+                                     max_marker_pull)
+            its += spent
+            conv = np.where(last >= 0, last == 1, conv)
 
     lrot = quat.normalize(lrot)
     # Read-only arrays go into the Motion without a copy.

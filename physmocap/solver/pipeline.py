@@ -40,7 +40,8 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: (``PhysicalSettings.carry``). 6: a frame seeing every marker starts at most
 #: ``kinematic.CHUNK_SECONDS`` back, and calibration's first poses stop at
 #: ``calibrate.FIRST_POSE_ITERATIONS`` (both move the subject and the kinematic poses).
-SOLVER_REVISION = 6
+#: 7: the kinematic solve settles frames into a neighbour's better minimum (``_settle``).
+SOLVER_REVISION = 7
 
 
 @dataclass(frozen=True, eq=False)
