@@ -288,8 +288,9 @@ def gauge_free(skeleton: Skeleton, rotation_prior=None) -> np.ndarray:
 
     Turning a segment's frame (its marker offsets and child bone offsets one way, its pose the
     other) changes no marker, unless the segment's own joint or a child joint has a rotation
-    prior (a hinge axis, a joint held at rest) that is tied to the frame: the pelvis, trunk and
-    head qualify, a thigh (the knee's axis is in its frame) does not.
+    prior (a hinge axis, a joint held at rest, a clavicle's twist) that is tied to the frame:
+    the pelvis and head qualify, a thigh (the knee's axis is in its frame) and the chest (the
+    clavicles' twist is measured in it) do not.
     """
     J = len(skeleton)
     if rotation_prior is None:

@@ -19,7 +19,8 @@ from ..skeleton import forward_kinematics
 from .body import JointSpec, _segment_vectors
 from .contacts import FOOT_MARKERS, detect_plants
 from .damage import bridge_blackouts, damage_report, frame_rate_check
-from .kinematic import FIXED_JOINT_WEIGHT, hinge_prior, marker_positions, solve_kinematic
+from .kinematic import (CLAVICLE_TWIST_WEIGHT, FIXED_JOINT_WEIGHT, hinge_prior, marker_positions,
+                        solve_kinematic)
 from .checkpoint import BLOCK, WARMUP, Checkpoint, drop_if_empty, job_key
 from .physical import (PhysicalResult, PhysicalSettings, anchor_weights, past_limits,
                        plant_anchors, solve_physical)
@@ -41,7 +42,8 @@ __all__ = ["SolveResult", "solve_capture", "write_outputs", "joint_spec_from_bod
 #: ``kinematic.CHUNK_SECONDS`` back, and calibration's first poses stop at
 #: ``calibrate.FIRST_POSE_ITERATIONS`` (both move the subject and the kinematic poses).
 #: 7: the kinematic solve settles frames into a neighbour's better minimum (``_settle``).
-SOLVER_REVISION = 7
+#: 8: a clavicle's twist about its bone is held (``CLAVICLE_TWIST_WEIGHT``; moves the subject).
+SOLVER_REVISION = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,10 +111,19 @@ def bind_centres(spec, labels, skeleton, meta: dict) -> tuple:
 def kinematic_prior(body: BodyTemplate) -> dict:
     """Keyword arguments for ``solve_kinematic`` (and ``calibrate``) that make its joints agree
     with the body: hinges stay near their axis, toes (one marker on them in common marker sets,
-    too few to fix a rotation) stay near rest."""
+    too few to fix a rotation) stay near rest, and a clavicle (``*Shoulder``, a ball joint)
+    twists about its bone only as far as the markers ask (``CLAVICLE_TWIST_WEIGHT``)."""
     toes = np.array([n.endswith("Toes") for n in body.names])
-    return {"rotation_prior": hinge_prior(body.joint_type, body.axis,
-                                          weight_fixed=FIXED_JOINT_WEIGHT, fixed=toes)}
+    W, c = hinge_prior(body.joint_type, body.axis, weight_fixed=FIXED_JOINT_WEIGHT, fixed=toes)
+    spec = joint_spec_from_body(body)
+    for j, name in enumerate(body.names):
+        if name.endswith("Shoulder") and body.joint_type[j] == "ball":
+            a = spec.twist_axis[j]
+            # a ball joint has no hinge term: this is its whole prior, centred on its twist
+            # range's middle
+            W[j] = CLAVICLE_TWIST_WEIGHT * np.outer(a, a)
+            c[j] = spec.twist_mid[j] * a
+    return {"rotation_prior": (W, c)}
 
 
 def _foot_rows(labels: tuple) -> tuple[np.ndarray, tuple]:
