@@ -412,6 +412,24 @@ def test_no_frame_holds_a_minimum_a_neighbour_improves_on(data_dir, monkeypatch)
     assert gain_from_neighbours(solve_kinematic(sk, ms, pos, settle=False, **kw)).max() > 4e-4
 
 
+def test_settling_in_blocks_is_the_whole_take_at_once(motion, markerset, clean, monkeypatch):
+    """``_settle`` finds the sudden turns a block of frames at a time (an hour's take held
+    (F, J, 4) temporaries of ~280 MB each at once): the same frames are tried, the same result.
+    The trigger is lowered so that many frames are tried."""
+    pos = clean[0]
+    monkeypatch.setattr(K, "_JUMP_RATE", np.radians(60.0))
+    tried = []
+    real = K._lm
+    monkeypatch.setattr(K, "_lm", lambda st, o, *a, **k: (tried.append(len(o)), real(st, o, *a,
+                                                                                      **k))[1])
+    whole = solve_kinematic(motion.skeleton, markerset, pos)
+    n_whole = len(tried)
+    monkeypatch.setattr(K, "_BLOCK", 7)
+    blocked = solve_kinematic(motion.skeleton, markerset, pos)
+    assert tried[:n_whole] == tried[n_whole:] and n_whole > 20
+    np.testing.assert_array_equal(whole.motion.lrot, blocked.motion.lrot)
+
+
 # --------------------------------------------------------------------------- error paths
 
 

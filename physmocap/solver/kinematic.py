@@ -780,8 +780,13 @@ def _settle(st: _Structure, observed, lrot: np.ndarray, root: np.ndarray, comple
     moved = np.zeros(F, bool)
     if F < 2 or not complete.any():
         return np.zeros(0, int), spent, conv
-    q = lrot[:, st.free]
-    turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(q[1:] * q[:-1], axis=-1)), 0.0, 1.0)).max(axis=1)
+    # the largest turn of a free joint between neighbours, in blocks (a long take needs no
+    # whole-take (F, J, 4) temporaries)
+    turn = np.empty(F - 1)
+    for s in range(0, F - 1, _BLOCK):
+        q = lrot[s:s + _BLOCK + 1, st.free]
+        dot = np.abs(np.sum(q[1:] * q[:-1], axis=-1))
+        turn[s:s + _BLOCK] = 2.0 * np.arccos(np.clip(dot, 0.0, 1.0)).max(axis=1)
     f = np.flatnonzero(turn > _JUMP_RATE / fps)
     tgt, src = np.r_[f, f + 1], np.r_[f + 1, f]
     ci = np.flatnonzero(complete)
