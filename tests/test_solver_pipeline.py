@@ -103,8 +103,8 @@ def test_a_subject_looking_ahead_solves_with_a_level_head(data_dir):
 
 @pytest.mark.parametrize("held", [True, False])
 def test_the_clavicles_twist_as_plug_in_gaits_do(data_dir, monkeypatch, held):
-    """One marker (SHO, on the acromion near the clavicle's end) barely sees the clavicle's
-    twist about its bone, and the upper arm takes up whatever it is. Held near the twist range's
+    """The clavicle's one marker (SHO, on the acromion 5 cm off its axis, riding on the
+    scapula) leads its twist about the bone, and the upper arm takes up whatever it is. Held near the twist range's
     middle (``CLAVICLE_TWIST_WEIGHT``), the PiG walk's clavicle and humerus frames agree with the
     ones Plug-in Gait stored in the file; unheld (the second case) they were 6.4 / 10.7° (median
     twist) and 2.6° (the right humerus) from them, the right clavicle at its limits in 13 frames."""

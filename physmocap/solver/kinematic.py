@@ -205,14 +205,17 @@ def _free_index(skeleton: Skeleton, free_joints) -> np.ndarray:
 HINGE_OFF_AXIS_WEIGHT = 0.01
 # Suggested ``weight_fixed`` for joints held near rest (toes with one marker), m^2/rad^2.
 FIXED_JOINT_WEIGHT = 0.03
-#: Stiffness of a clavicle's twist about its bone, m^2/rad^2 (``pipeline.kinematic_prior``). One
-#: marker (SHO, on the acromion near the bone's end) barely sees that twist, and the upper arm
-#: takes up whatever it is. Unheld, the PiG walk's clavicle frames were 6.4 / 10.7° (median
-#: twist) from Plug-in Gait's, CMU 01_01's right shoulder sat at the template's limits in 339
-#: frames and the shoulders jumped up to 39° in a frame where two splits fit alike.
-#: Held (10° costs like one marker 5.5 mm off): 1.3 / 2.8°, the humerus frames closer too (2.6
-#: -> 1.4° on the right), no limit hit, at most 4° a frame; marker RMS up 0.1 mm at most
-#: (``benchmarks/solve_real.py`` and ``physmocap solve``, 2026-12-07: RESULTS.md).
+#: Stiffness of a clavicle's twist about its bone, m^2/rad^2 (``pipeline.kinematic_prior``). The
+#: clavicle's one marker (SHO) sits on the acromion 5 cm off the bone's axis, so its twist follows
+#: that marker, which rides on the scapula and skin, not rigidly on the clavicle; the upper arm
+#: takes up whatever the twist is. Unheld, the PiG walk's clavicle frames were 6.4 / 10.7°
+#: (median twist) from Plug-in Gait's, CMU 01_01's right shoulder sat at the template's limits in
+#: 339 frames and the shoulders jumped up to 39° in a frame where two splits fit alike. Held (10°
+#: costs like one marker 5.5 mm off): 1.3 / 2.8°, the humerus frames closer too (2.6 -> 1.4° on
+#: the right), no limit hit, at most 4° a frame; marker RMS up 0.1 mm at most. Where a clavicle
+#: really twists far (synthetic markers on CMU 131 retargeted: 35-72° median, past the template's
+#: 20° limit in every frame) the hold costs the arms' joints ~1 cm (``benchmarks/clavicle_hold.py``;
+#: ``solve_real.py``, ``physmocap solve``; 2026-12-07: RESULTS.md).
 CLAVICLE_TWIST_WEIGHT = 1e-3
 
 
