@@ -7,7 +7,9 @@ marker over 40 mm (and of them those not flagged as a swap or ghost), outliers, 
 toe tips' lowest height over the lab floor, beside the kinematic reference's (toes held rigid).
 For cmu/16_57: distance of the solved hips, knees and ankles to the Vicon joint centres stored in
 the same file (never used as input), after one similarity transform for the whole take.
-For the Plug-in Gait walk and static trial: every solved segment's frame against the segment
+For the Plug-in Gait walk and static trial: the solved hips, knees, ankles, shoulders, elbows
+and wrists against the joint centres Plug-in Gait stored (segment origins); every solved
+segment's frame against the segment
 frame Plug-in Gait stored in the file (PELO/PELA/PELL/PELP, ...): the fixed angle between the
 two and what is left over the take once it is taken out (``physmocap.solver.compare``); and the
 solved knee flexion (angle between thigh and shank) against Plug-in Gait's LKneeAngles /
@@ -164,9 +166,12 @@ def main() -> None:
             # Plug-in Gait's own joint centres (femur origin = knee, tibia origin = ankle, femur
             # proximal point = hip; Davis hip, KNE/ANK-based knee and ankle): evaluation only
             out = []
+            # and the arms' (clavicle origin = shoulder, humerus origin = elbow, radius origin =
+            # wrist)
             for side in ("Left", "Right"):
                 for lab, jn, what in (("FEP", "UpperLeg", "hip"), ("FEO", "LowerLeg", "knee"),
-                                      ("TIO", "Foot", "ankle")):
+                                      ("TIO", "Foot", "ankle"), ("CLO", "UpperArm", "shoulder"),
+                                      ("HUO", "LowerArm", "elbow"), ("RAO", "Hand", "wrist")):
                     dd = np.linalg.norm(g[:, sk_names.index(side + jn)]
                                         - allp.pos[:, allp.index(side[0] + lab)], axis=-1)
                     out.append(f"{side[0]}{what} {1000 * np.nanmean(dd):.1f}")
