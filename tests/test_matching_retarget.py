@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from physmocap import Skeleton, UnknownNameError
+from physmocap import Skeleton, UnknownNameError, quat
 from physmocap.errors import SettingsError
 from physmocap.io.bvh import read_bvh
 from physmocap.io.deepmimic import pybullet_motion_path, read_deepmimic
@@ -36,6 +36,31 @@ def test_retarget_cmu_names(data_dir):
     travel_s = np.linalg.norm(src.root_pos[-1, :2] - src.root_pos[0, :2])
     travel_t = np.linalg.norm(out.root_pos[-1, :2] - out.root_pos[0, :2])
     assert travel_t > 0.5 * travel_s
+
+
+def test_cmu_3dsmax_names_map_to_humanoid_bones(data_dir):
+    """CMU 131 as cgspeed's 3ds-Max conversion names it: ``LeftShoulder`` is the upper arm,
+    ``LeftCollar`` the clavicle, the legs ``LeftHip`` / ``LeftKnee`` / ``LeftAnkle``. By equal
+    names alone the humerus drove the body's clavicle and the legs and arms stood still."""
+    src = read_bvh(data_dir / "bvh/cmu/131_01.bvh")
+    body = load_body()
+    out = retarget(src, body.skeleton)
+    # each limb bone points where the source's does (thigh, shank, upper arm, forearm)
+    bones = ((("Hip", "Knee"), ("UpperLeg", "LowerLeg")), (("Knee", "Ankle"), ("LowerLeg", "Foot")),
+             (("Shoulder", "Elbow"), ("UpperArm", "LowerArm")),
+             (("Elbow", "Wrist"), ("LowerArm", "Hand")))
+    for side in ("Left", "Right"):
+        for (s0, s1), (t0, t1) in bones:
+            a = (src.gpos[:, src.skeleton.index(side + s1)]
+                 - src.gpos[:, src.skeleton.index(side + s0)])
+            b = (out.gpos[:, body.skeleton.index(side + t1)]
+                 - out.gpos[:, body.skeleton.index(side + t0)])
+            cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+            assert cos.min() > 0.95, (side, s0, s1, cos.min())
+        # the clavicle turns as the source's collar does, not as its upper arm swings
+        j = body.skeleton.index(side + "Shoulder")
+        turn = np.degrees(quat.angle(out.lrot[:, j], out.lrot[:1, j]))
+        assert turn.max() < 20, (side, turn.max())
 
 
 def test_unmappable_root_is_an_error():

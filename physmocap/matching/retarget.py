@@ -19,7 +19,8 @@ from ..motion import Motion
 from ..skeleton import Skeleton, forward_kinematics
 
 __all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "planted_frames",
-           "root_scale", "scale_points", "HUMANOID_NAME_MAP"]
+           "root_scale", "scale_points", "HUMANOID_NAME_MAP", "CMU_3DSMAX_NAME_MAP",
+           "default_name_map"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -36,6 +37,27 @@ HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
                           for bone in ("Shoulder", "UpperArm", "LowerArm", "Hand", "UpperLeg",
                                        "LowerLeg", "Foot", "Toes")
                           for s, side in (("L", "Left"), ("R", "Right"))})
+
+
+#: CMU BVH as cgspeed's 3ds-Max conversion names it (``LeftCollar``, ``LeftShoulder``,
+#: ``LeftElbow``, ``LeftWrist``; ``LeftHip``, ``LeftKnee``, ``LeftAnkle``, ``LeftToe``;
+#: ``lowerback``, ``Chest``, ``Chest2``): its ``LeftShoulder`` is the shoulder joint, the upper
+#: arm's, and ``LeftCollar`` the clavicle. By equal names alone its humerus drove the body's
+#: clavicle and its legs and arms drove nothing (they stood still). Chosen by
+#: ``default_name_map`` when the source has a ``*Collar`` joint.
+CMU_3DSMAX_NAME_MAP = {"lowerback": "Spine", "Chest2": "Chest"}
+CMU_3DSMAX_NAME_MAP.update({f"{side}{src}": f"{side}{dst}" for side in ("Left", "Right")
+                            for src, dst in (("Collar", "Shoulder"), ("Shoulder", "UpperArm"),
+                                             ("Elbow", "LowerArm"), ("Wrist", "Hand"),
+                                             ("Hip", "UpperLeg"), ("Knee", "LowerLeg"),
+                                             ("Ankle", "Foot"), ("Toe", "Toes"))})
+
+
+def default_name_map(source_names) -> dict[str, str]:
+    """The name map for a source skeleton: ``CMU_3DSMAX_NAME_MAP`` for a rig with ``LeftCollar``
+    or ``RightCollar`` (its ``LeftShoulder`` is the upper arm), else ``HUMANOID_NAME_MAP``."""
+    names = set(source_names)
+    return CMU_3DSMAX_NAME_MAP if {"LeftCollar", "RightCollar"} & names else HUMANOID_NAME_MAP
 
 
 #: Target joints aligned by the body's frame, not by their bone, in the reference pose.
@@ -91,12 +113,17 @@ def _upright(gpos: np.ndarray, idx: dict) -> bool:
 
 def joint_map(source: Skeleton, target: Skeleton, name_map: dict[str, str] | None = None
               ) -> np.ndarray:
-    """``(J_t,)`` int: the source joint driving each target joint (-1 = none), by equal names
-    and ``name_map`` (default ``HUMANOID_NAME_MAP``). Raises if the target root has none."""
-    mapping = {n: n for n in source.names if n in target.names}
-    for s_name, t_name in (name_map or HUMANOID_NAME_MAP).items():
-        if s_name in source.names and t_name in target.names:
-            mapping[s_name] = t_name
+    """``(J_t,)`` int: the source joint driving each target joint (-1 = none), by ``name_map``
+    (default ``default_name_map``) and, for the joints it leaves, by equal names. Raises if the
+    target root has none."""
+    mapped = {s: t for s, t in (name_map or default_name_map(source.names)).items()
+              if s in source.names and t in target.names}
+    claimed = set(mapped.values())
+    # a name the map moves (CMU 3ds-Max's LeftShoulder) or a target it gives another source
+    # joint (its Chest) is not also taken by equal names
+    mapping = {n: n for n in source.names
+               if n in target.names and n not in mapped and n not in claimed}
+    mapping.update(mapped)
     if target.names[0] not in mapping.values():
         raise UnknownNameError(f"retarget: the target root {target.names[0]!r} has no source joint"
                                f"; source joints: {known_list(source.names)}")
