@@ -212,10 +212,10 @@ FIXED_JOINT_WEIGHT = 0.03
 #: (median twist) from Plug-in Gait's, CMU 01_01's right shoulder sat at the template's limits in
 #: 339 frames and the shoulders jumped up to 39° in a frame where two splits fit alike. Held (10°
 #: costs like one marker 5.5 mm off): 1.3 / 2.8°, the humerus frames closer too (2.6 -> 1.4° on
-#: the right), no limit hit, at most 4° a frame; marker RMS up 0.1 mm at most. Where a clavicle
-#: really twists far (synthetic markers on CMU 131 retargeted: 35-72° median, past the template's
-#: 20° limit in every frame) the hold costs the arms' joints ~1 cm (``benchmarks/clavicle_hold.py``;
-#: ``solve_real.py``, ``physmocap solve``; 2026-12-07: RESULTS.md).
+#: the right), no limit hit, at most 4° a frame; marker RMS up 0.1 mm at most. Synthetic markers
+#: on four CMU clips retargeted (their clavicles do not twist): the arms' joints 5.6-7.4 -> 4.6-6.3
+#: mm from the truth (``benchmarks/clavicle_hold.py``; ``solve_real.py``, ``physmocap solve``;
+#: 2026-12-07: RESULTS.md).
 CLAVICLE_TWIST_WEIGHT = 1e-3
 
 
