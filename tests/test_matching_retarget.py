@@ -63,6 +63,29 @@ def test_cmu_3dsmax_names_map_to_humanoid_bones(data_dir):
         assert turn.max() < 20, (side, turn.max())
 
 
+def test_games105_names_map_to_humanoid_bones(data_dir):
+    """The GAMES-105 rig (``RootJoint``, ``lHip``, ``lShoulder``, ``torso_head``): without its
+    map retargeting raised (no joint for the root). Each limb bone, and the neck, points where
+    the source's does in every frame."""
+    src = read_bvh(data_dir / "bvh/games105/lab2_motion_material_walk_forward.bvh")
+    body = load_body()
+    out = retarget(src, body.skeleton)
+    pairs = [((f"{s}Hip", f"{s}Knee"), (f"{side}UpperLeg", f"{side}LowerLeg"))
+             for s, side in (("l", "Left"), ("r", "Right"))]
+    pairs += [((f"{s}Knee", f"{s}Ankle"), (f"{side}LowerLeg", f"{side}Foot"))
+              for s, side in (("l", "Left"), ("r", "Right"))]
+    pairs += [((f"{s}Shoulder", f"{s}Elbow"), (f"{side}UpperArm", f"{side}LowerArm"))
+              for s, side in (("l", "Left"), ("r", "Right"))]
+    pairs += [((f"{s}Elbow", f"{s}Wrist"), (f"{side}LowerArm", f"{side}Hand"))
+              for s, side in (("l", "Left"), ("r", "Right"))]
+    pairs += [(("lowerback_torso", "torso_head"), ("Chest", "Neck"))]
+    for (s0, s1), (t0, t1) in pairs:
+        a = src.gpos[:, src.skeleton.index(s1)] - src.gpos[:, src.skeleton.index(s0)]
+        b = out.gpos[:, body.skeleton.index(t1)] - out.gpos[:, body.skeleton.index(t0)]
+        cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        assert cos.min() > 0.95, (s0, s1, cos.min())
+
+
 def test_unmappable_root_is_an_error():
     src = read_deepmimic(pybullet_motion_path("humanoid3d_walk.txt"))
     other = Skeleton(["Pelvis", "Knee"], [-1, 0], [[0, 0, 1], [0, 0, -0.5]])

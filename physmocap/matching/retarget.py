@@ -20,7 +20,7 @@ from ..skeleton import Skeleton, forward_kinematics
 
 __all__ = ["retarget", "corrections", "reference_pose", "planted_feet", "planted_frames",
            "root_scale", "scale_points", "HUMANOID_NAME_MAP", "CMU_3DSMAX_NAME_MAP",
-           "default_name_map"]
+           "GAMES105_NAME_MAP", "default_name_map"]
 
 #: Common source joint names -> HumanBodyBones (extend as needed).
 HUMANOID_NAME_MAP = {
@@ -53,11 +53,29 @@ CMU_3DSMAX_NAME_MAP.update({f"{side}{src}": f"{side}{dst}" for side in ("Left", 
                                              ("Ankle", "Foot"), ("Toe", "Toes"))})
 
 
+#: The GAMES-105 course's rig (``RootJoint``, ``lHip`` / ``lKnee`` / ``lAnkle`` / ``lToeJoint``,
+#: ``pelvis_lowerback``, ``lowerback_torso``, ``torso_head``, ``lTorso_Clavicle`` / ``lShoulder``
+#: / ``lElbow`` / ``lWrist``): it has no neck joint, so ``torso_head`` turns the neck and the head
+#: follows it. Without the map its clips could not be retargeted (no joint for the root).
+GAMES105_NAME_MAP = {"RootJoint": "Hips", "pelvis_lowerback": "Spine",
+                     "lowerback_torso": "Chest", "torso_head": "Neck"}
+GAMES105_NAME_MAP.update({f"{s}{src}": f"{side}{dst}" for s, side in (("l", "Left"), ("r", "Right"))
+                          for src, dst in (("Torso_Clavicle", "Shoulder"), ("Shoulder", "UpperArm"),
+                                           ("Elbow", "LowerArm"), ("Wrist", "Hand"),
+                                           ("Hip", "UpperLeg"), ("Knee", "LowerLeg"),
+                                           ("Ankle", "Foot"), ("ToeJoint", "Toes"))})
+
+
 def default_name_map(source_names) -> dict[str, str]:
     """The name map for a source skeleton: ``CMU_3DSMAX_NAME_MAP`` for a rig with ``LeftCollar``
-    or ``RightCollar`` (its ``LeftShoulder`` is the upper arm), else ``HUMANOID_NAME_MAP``."""
+    or ``RightCollar`` (its ``LeftShoulder`` is the upper arm), ``GAMES105_NAME_MAP`` for one
+    with ``RootJoint`` and ``lHip``, else ``HUMANOID_NAME_MAP``."""
     names = set(source_names)
-    return CMU_3DSMAX_NAME_MAP if {"LeftCollar", "RightCollar"} & names else HUMANOID_NAME_MAP
+    if {"LeftCollar", "RightCollar"} & names:
+        return CMU_3DSMAX_NAME_MAP
+    if {"RootJoint", "lHip"} <= names:
+        return GAMES105_NAME_MAP
+    return HUMANOID_NAME_MAP
 
 
 #: Target joints aligned by the body's frame, not by their bone, in the reference pose.
