@@ -618,8 +618,9 @@ def _add_prior(st: _Structure, A: np.ndarray, g: np.ndarray, v: np.ndarray, R: n
 
 
 def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull, pw=None):
-    """Batched LM over frames ``(n, ...)``; returns lrot, root, iterations, converged.
-    ``pw``: per-frame rotation prior ``(W, c)`` (``hold_prior``), else the structure's."""
+    """Batched LM over frames ``(n, ...)``; returns lrot, root, iterations, converged and the
+    cost of the returned pose. ``pw``: per-frame rotation prior ``(W, c)`` (``hold_prior``), else
+    the structure's."""
     n = obs.shape[0]
     lrot = np.array(lrot, float)
     root = np.array(root, float)
@@ -663,7 +664,7 @@ def _lm(st: _Structure, obs, vis, wm, lrot, root, iterations, tol, pull, pw=None
         done = small | (lam[act] > _LAMBDA_MAX)
         conv[act[done]] = True
         active[act[done]] = False
-    return lrot, root, its, conv
+    return lrot, root, its, conv, cost
 
 
 # --------------------------------------------------------------------------- start
@@ -703,7 +704,7 @@ def _seed(st: _Structure, obs0, vis0, wm, free_bool, iterations, tol, pull):
         sub = _Structure(skel, _MS(st), np.flatnonzero(stage), st.prior)
         # Intermediate stages only need to bring the trunk near; the last one converges.
         cap = iterations if limit is None else min(iterations, 30)
-        lrot, root, its, conv = _lm(sub, obs0[None], vis0[None], wm[None], lrot, root,
+        lrot, root, its, conv, _ = _lm(sub, obs0[None], vis0[None], wm[None], lrot, root,
                                     cap, tol, pull)
         total += int(its[0])
     return lrot[0], root[0], total, bool(conv[0])
@@ -773,16 +774,15 @@ def _settle(st: _Structure, observed, lrot: np.ndarray, root: np.ndarray, comple
     frames seeing every marker take part: their cost does not depend on the start (no ``hold``),
     so the lower one is the better fit by the solve's own measure.
 
-    ``lrot (F, J, 4)``, ``root (F, 3)`` are updated in place. Returns the frames moved ``(K,)``
-    and, per frame ``(F,)``, the LM iterations spent and whether the last accepted solve
-    converged (``-1`` where nothing was accepted).
+    ``lrot (F, J, 4)``, ``root (F, 3)`` are updated in place. Returns, per frame ``(F,)``, the
+    LM iterations spent and whether the last accepted solve converged (``-1`` where nothing was
+    accepted).
     """
     F = len(lrot)
     spent = np.zeros(F, int)
     conv = np.full(F, -1)
-    moved = np.zeros(F, bool)
     if F < 2 or not complete.any():
-        return np.zeros(0, int), spent, conv
+        return spent, conv
     # the largest turn of a free joint between neighbours, in blocks (a long take needs no
     # whole-take (F, J, 4) temporaries)
     turn = np.empty(F - 1)
@@ -803,29 +803,23 @@ def _settle(st: _Structure, observed, lrot: np.ndarray, root: np.ndarray, comple
         tgt, src = tgt[keep], src[keep]
         if tgt.size == 0:
             break
-        got_l, got_r, got_c = [], [], []
+        got = []
         for s in range(0, len(tgt), _ROUND_BATCH):
             a, b = tgt[s:s + _ROUND_BATCH], src[s:s + _ROUND_BATCH]
             o, v, w = observed(a)
-            l, r, its, cv = _lm(st, o, v, w, lrot[b], root[b], iterations, tol, pull)
-            np.add.at(spent, a, its)
-            got_l.append(l)
-            got_r.append(r)
-            got_c.append((_evaluate(st, l, r, o, v, w, pull)[4], cv))
-        l, r = np.concatenate(got_l), np.concatenate(got_r)
-        c = np.concatenate([x for x, _ in got_c])
-        cv = np.concatenate([y for _, y in got_c])
+            got.append(_lm(st, o, v, w, lrot[b], root[b], iterations, tol, pull))
+        l, r, its, cv, c = (np.concatenate(x) for x in zip(*got))
+        np.add.at(spent, tgt, its)
         # each target's best candidate (a frame tested from both sides keeps the lower)
         order = np.lexsort((c, tgt))
         best = order[np.r_[True, tgt[order][1:] != tgt[order][:-1]]]
         best = best[c[best] < (1.0 - _SETTLE_GAIN) * cost[tgt[best]]]
         a = tgt[best]
         lrot[a], root[a], cost[a], conv[a] = l[best], r[best], c[best], cv[best]
-        moved[a] = True
         tgt, src = 2 * a - src[best], a
         inside = (tgt >= 0) & (tgt < F)
         tgt, src = tgt[inside], src[inside]
-    return np.flatnonzero(moved), spent, conv
+    return spent, conv
 
 
 class _MS:
@@ -973,7 +967,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
             seen = nvis[idx] > 0
             o, v, w = observed(ok)
             pw = hold_prior(st, l0[seen], v) if st.hold > 0 else None
-            l, r, i, c = _lm(st, o, v, w, l0[seen], r0[seen], iterations, tol,
+            l, r, i, c, _ = _lm(st, o, v, w, l0[seen], r0[seen], iterations, tol,
                              max_marker_pull, pw)
             lrot[ok], root[ok], its[ok], conv[ok] = l, r, i, c
         done += len(idx)
@@ -1000,7 +994,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         l_s, r_s, it_s, c_s = _seed(st, o_s[0], v_s[0], w_s[0], free_bool,
                                     seed_iterations, tol, max_marker_pull)
         # Polish the seed with the full structure so it ends like every other frame.
-        l, r, i, c = _lm(st, o_s, v_s, w_s, l_s[None], r_s[None], iterations, tol,
+        l, r, i, c, _ = _lm(st, o_s, v_s, w_s, l_s[None], r_s[None], iterations, tol,
                          max_marker_pull)
         lrot[seed], root[seed], its[seed], conv[seed] = l[0], r[0], it_s + i[0], c[0]
         done += 1
@@ -1024,7 +1018,7 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
                 blind = nvis[idx] == 0
                 lrot[idx[blind]], root[idx[blind]] = lrot[src[blind]], root[src[blind]]
         if settle:
-            _, spent, last = _settle(st, observed, lrot, root, nvis == M, fps, iterations, tol,
+            spent, last = _settle(st, observed, lrot, root, nvis == M, fps, iterations, tol,
                                      max_marker_pull)
             its += spent
             conv = np.where(last >= 0, last == 1, conv)
