@@ -9,7 +9,8 @@ frame rate, in the calibration's first poses too).
 
     python benchmarks/calibration_robustness.py [--capture cmu/01_01]
 
-The row "first poses 40 iterations", column "before", is the code before both changes.
+The row "first poses 40 iterations", column "before", is the code before both changes (but for
+settling and the clavicles' twist hold, which came later and run in both columns).
 CMU 01_01 has one known fault, the head marker RFHD knocked off for ~90 frames: those frames
 are over 40 mm whatever the subject.
 """

@@ -36,6 +36,20 @@ def data_dir() -> Path:
     return d
 
 
+@pytest.fixture(scope="session")
+def cmu_01_01(data_dir) -> tuple:
+    """CMU 01_01 as the solver sees it before calibration: the trajectories, the default body,
+    its marker set bound to the capture's labels and the markers' positions ``(F, M, 3)`` m in
+    that set's order (the body's prior is left to the test: it may patch what shapes it)."""
+    from physmocap.io.c3d import read_c3d
+    from physmocap.scene import load_body, pick_markerset
+
+    t = read_c3d(data_dir / "c3d/cmu/01_01.c3d")
+    body = load_body()
+    ms0 = pick_markerset(t.labels).bind(body.skeleton, labels=t.labels)
+    return t, body, ms0, t.select(ms0.names).pos
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)

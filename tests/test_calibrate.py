@@ -296,22 +296,17 @@ def test_bad_calibration_settings_are_one_settings_error():
 
 
 @pytest.mark.parametrize("first_iterations", [10, 15])
-def test_a_nudged_calibration_still_solves_the_forearm_onto_its_marker(data_dir, monkeypatch,
+def test_a_nudged_calibration_still_solves_the_forearm_onto_its_marker(cmu_01_01, monkeypatch,
                                                                         first_iterations):
     """CMU 01_01, every marker seen: frames that started 32 frames (0.27 s) back solved the
     left forearm of some subjects (calibrations with their first poses cut short, among them)
     into a minimum 5 cm off LFRM, held there for hundreds of frames by the robust loss giving
     that marker up. The subject and the solve must not hang on such a nudge."""
     import physmocap.calibrate as cal
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import pick_markerset
     from physmocap.solver.kinematic import solve_kinematic
     from physmocap.solver.pipeline import TRACKING, kinematic_prior
 
-    t = read_c3d(data_dir / "c3d/cmu/01_01.c3d")
-    body = load_body()
-    ms0 = pick_markerset(t.labels).bind(body.skeleton, labels=t.labels)
-    pos = t.select(ms0.names).pos
+    t, body, ms0, pos = cmu_01_01
     prior = kinematic_prior(body)
     monkeypatch.setattr(cal, "FIRST_POSE_ITERATIONS", first_iterations)
     subj = calibrate(pos, t.fps, body.skeleton, ms0, kinematic_options=prior)

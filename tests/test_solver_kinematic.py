@@ -370,24 +370,18 @@ def test_scattered_gaps_solve_in_rounds_as_frame_by_frame(motion, markerset):
     assert abs(e[0] - e[1]) < 0.01
 
 
-def test_no_frame_holds_a_minimum_a_neighbour_improves_on(data_dir, monkeypatch):
+def test_no_frame_holds_a_minimum_a_neighbour_improves_on(cmu_01_01, monkeypatch):
     """CMU 01_01, calibrated, the clavicles' twist left free (as on a body whose clavicles the
     prior does not know): solved from frames before it, a stretch of frames held the right
     shoulder twisted 78 deg the other way (a minimum up to 1.2 mm RMS worse) and then snapped
     back. Settled, no frame seeing every marker fits its markers better when solved again from
     either neighbour's pose (the measure here is the marker RMS, not the solver's cost)."""
     from physmocap.calibrate import calibrate
-    from physmocap.io.c3d import read_c3d
-    from physmocap.scene import load_body, pick_markerset
     from physmocap.solver import pipeline
     from physmocap.solver.pipeline import TRACKING, kinematic_prior
 
     monkeypatch.setattr(pipeline, "CLAVICLE_TWIST_WEIGHT", 0.0)
-
-    t = read_c3d(data_dir / "c3d/cmu/01_01.c3d")
-    body = load_body()
-    ms0 = pick_markerset(t.labels).bind(body.skeleton, labels=t.labels)
-    pos = t.select(ms0.names).pos
+    t, body, ms0, pos = cmu_01_01
     prior = kinematic_prior(body)
     subj = calibrate(pos, t.fps, body.skeleton, ms0, kinematic_options=prior)
     sk, ms = subj.skeleton, subj.markerset
