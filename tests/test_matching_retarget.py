@@ -38,6 +38,28 @@ def test_retarget_cmu_names(data_dir):
     assert travel_t > 0.5 * travel_s
 
 
+#: limb bones as (from, to) joints: a rig's names (after its side prefix), the humanoid's
+_LIMBS = ((("Hip", "Knee"), ("UpperLeg", "LowerLeg")), (("Knee", "Ankle"), ("LowerLeg", "Foot")),
+          (("Shoulder", "Elbow"), ("UpperArm", "LowerArm")),
+          (("Elbow", "Wrist"), ("LowerArm", "Hand")))
+
+
+def _limb_pairs(left: str, right: str) -> list:
+    """``_LIMBS`` of both sides, the source's joints prefixed ``left`` / ``right``."""
+    return [((p + s0, p + s1), (side + t0, side + t1))
+            for p, side in ((left, "Left"), (right, "Right")) for (s0, s1), (t0, t1) in _LIMBS]
+
+
+def _assert_bones_follow(src, out, body, pairs) -> None:
+    """Each retargeted bone ``(t0, t1)`` points where the source's ``(s0, s1)`` does, within
+    18 deg in every frame."""
+    for (s0, s1), (t0, t1) in pairs:
+        a = src.gpos[:, src.skeleton.index(s1)] - src.gpos[:, src.skeleton.index(s0)]
+        b = out.gpos[:, body.skeleton.index(t1)] - out.gpos[:, body.skeleton.index(t0)]
+        cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+        assert cos.min() > 0.95, (s0, s1, cos.min())
+
+
 def test_cmu_3dsmax_names_map_to_humanoid_bones(data_dir):
     """CMU 131 as cgspeed's 3ds-Max conversion names it: ``LeftShoulder`` is the upper arm,
     ``LeftCollar`` the clavicle, the legs ``LeftHip`` / ``LeftKnee`` / ``LeftAnkle``. By equal
@@ -45,18 +67,8 @@ def test_cmu_3dsmax_names_map_to_humanoid_bones(data_dir):
     src = read_bvh(data_dir / "bvh/cmu/131_01.bvh")
     body = load_body()
     out = retarget(src, body.skeleton)
-    # each limb bone points where the source's does (thigh, shank, upper arm, forearm)
-    bones = ((("Hip", "Knee"), ("UpperLeg", "LowerLeg")), (("Knee", "Ankle"), ("LowerLeg", "Foot")),
-             (("Shoulder", "Elbow"), ("UpperArm", "LowerArm")),
-             (("Elbow", "Wrist"), ("LowerArm", "Hand")))
+    _assert_bones_follow(src, out, body, _limb_pairs("Left", "Right"))
     for side in ("Left", "Right"):
-        for (s0, s1), (t0, t1) in bones:
-            a = (src.gpos[:, src.skeleton.index(side + s1)]
-                 - src.gpos[:, src.skeleton.index(side + s0)])
-            b = (out.gpos[:, body.skeleton.index(side + t1)]
-                 - out.gpos[:, body.skeleton.index(side + t0)])
-            cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-            assert cos.min() > 0.95, (side, s0, s1, cos.min())
         # the clavicle turns as the source's collar does, not as its upper arm swings
         j = body.skeleton.index(side + "Shoulder")
         turn = np.degrees(quat.angle(out.lrot[:, j], out.lrot[:1, j]))
@@ -70,20 +82,8 @@ def test_games105_names_map_to_humanoid_bones(data_dir):
     src = read_bvh(data_dir / "bvh/games105/lab2_motion_material_walk_forward.bvh")
     body = load_body()
     out = retarget(src, body.skeleton)
-    pairs = [((f"{s}Hip", f"{s}Knee"), (f"{side}UpperLeg", f"{side}LowerLeg"))
-             for s, side in (("l", "Left"), ("r", "Right"))]
-    pairs += [((f"{s}Knee", f"{s}Ankle"), (f"{side}LowerLeg", f"{side}Foot"))
-              for s, side in (("l", "Left"), ("r", "Right"))]
-    pairs += [((f"{s}Shoulder", f"{s}Elbow"), (f"{side}UpperArm", f"{side}LowerArm"))
-              for s, side in (("l", "Left"), ("r", "Right"))]
-    pairs += [((f"{s}Elbow", f"{s}Wrist"), (f"{side}LowerArm", f"{side}Hand"))
-              for s, side in (("l", "Left"), ("r", "Right"))]
-    pairs += [(("lowerback_torso", "torso_head"), ("Chest", "Neck"))]
-    for (s0, s1), (t0, t1) in pairs:
-        a = src.gpos[:, src.skeleton.index(s1)] - src.gpos[:, src.skeleton.index(s0)]
-        b = out.gpos[:, body.skeleton.index(t1)] - out.gpos[:, body.skeleton.index(t0)]
-        cos = np.sum(a * b, -1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
-        assert cos.min() > 0.95, (s0, s1, cos.min())
+    _assert_bones_follow(src, out, body, _limb_pairs("l", "r")
+                         + [(("lowerback_torso", "torso_head"), ("Chest", "Neck"))])
 
 
 def test_unmappable_root_is_an_error():
