@@ -46,11 +46,19 @@ HUMANOID_NAME_MAP.update({f"{bone}_{s}": f"{side}{bone}"
 #: clavicle and its legs and arms drove nothing (they stood still). Chosen by
 #: ``default_name_map`` when the source has a ``*Collar`` joint.
 CMU_3DSMAX_NAME_MAP = {"lowerback": "Spine", "Chest2": "Chest"}
-CMU_3DSMAX_NAME_MAP.update({f"{side}{src}": f"{side}{dst}" for side in ("Left", "Right")
-                            for src, dst in (("Collar", "Shoulder"), ("Shoulder", "UpperArm"),
-                                             ("Elbow", "LowerArm"), ("Wrist", "Hand"),
-                                             ("Hip", "UpperLeg"), ("Knee", "LowerLeg"),
-                                             ("Ankle", "Foot"), ("Toe", "Toes"))})
+
+
+def _sided(sides: tuple, pairs: tuple) -> dict[str, str]:
+    """``{prefix + source: side + target}`` for each ``(prefix, side)`` of ``sides`` and each
+    ``(source, target)`` of ``pairs``."""
+    return {f"{p}{src}": f"{side}{dst}" for p, side in sides for src, dst in pairs}
+
+
+#: a limb's joints as both rigs here name them (by the joint) and as the body does (by the bone)
+_JOINT_LIMBS = (("Shoulder", "UpperArm"), ("Elbow", "LowerArm"), ("Wrist", "Hand"),
+                ("Hip", "UpperLeg"), ("Knee", "LowerLeg"), ("Ankle", "Foot"))
+CMU_3DSMAX_NAME_MAP.update(_sided((("Left", "Left"), ("Right", "Right")),
+                                  (("Collar", "Shoulder"), ("Toe", "Toes")) + _JOINT_LIMBS))
 
 
 #: The GAMES-105 course's rig (``RootJoint``, ``lHip`` / ``lKnee`` / ``lAnkle`` / ``lToeJoint``,
@@ -59,11 +67,9 @@ CMU_3DSMAX_NAME_MAP.update({f"{side}{src}": f"{side}{dst}" for side in ("Left", 
 #: follows it. Without the map its clips could not be retargeted (no joint for the root).
 GAMES105_NAME_MAP = {"RootJoint": "Hips", "pelvis_lowerback": "Spine",
                      "lowerback_torso": "Chest", "torso_head": "Neck"}
-GAMES105_NAME_MAP.update({f"{s}{src}": f"{side}{dst}" for s, side in (("l", "Left"), ("r", "Right"))
-                          for src, dst in (("Torso_Clavicle", "Shoulder"), ("Shoulder", "UpperArm"),
-                                           ("Elbow", "LowerArm"), ("Wrist", "Hand"),
-                                           ("Hip", "UpperLeg"), ("Knee", "LowerLeg"),
-                                           ("Ankle", "Foot"), ("ToeJoint", "Toes"))})
+GAMES105_NAME_MAP.update(_sided((("l", "Left"), ("r", "Right")),
+                               (("Torso_Clavicle", "Shoulder"), ("ToeJoint", "Toes"))
+                               + _JOINT_LIMBS))
 
 
 def default_name_map(source_names) -> dict[str, str]:
