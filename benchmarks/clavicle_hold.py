@@ -23,12 +23,6 @@ ARMS = ("LeftUpperArm", "RightUpperArm", "LeftLowerArm", "RightLowerArm", "LeftH
         "RightHand")
 
 
-def twist_deg(q: np.ndarray, axis: np.ndarray) -> np.ndarray:
-    """``(F,)`` deg, the turn of ``q (F, 4)`` about ``axis`` (swing-twist), in (-180, 180]."""
-    t = np.degrees(2.0 * np.arctan2(q[:, :3] @ axis, q[:, 3]))
-    return (t + 180.0) % 360.0 - 180.0
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", nargs="+",
@@ -42,7 +36,7 @@ def main() -> None:
     from physmocap.matching.retarget import retarget
     from physmocap.scene import load_body, load_markerset
     from physmocap.solver import pipeline
-    from physmocap.solver.physical import landmarks
+    from physmocap.solver.physical import _swing_twist, landmarks
 
     body = load_body()
     spec = pipeline.joint_spec_from_body(body)
@@ -57,8 +51,11 @@ def main() -> None:
         pos = pos + rng.normal(scale=0.002, size=pos.shape)
         cap = MarkerTrajectories(tuple(ms.names), truth.fps, pos, subject="synthetic",
                                  meta={"path": clip}, residual=np.full(pos.shape[:2], 0.002))
-        tw = [np.abs(twist_deg(quat.abs_w(truth.lrot[:, body.index(n)]),
-                               spec.twist_axis[body.index(n)]))
+        F = truth.n_frames
+        # the twist part of the swing-twist split the limits use (limits unused here)
+        tw = [np.abs(np.degrees(_swing_twist(quat.abs_w(truth.lrot[:, body.index(n)]),
+                                             np.tile(spec.twist_axis[body.index(n)], (F, 1)),
+                                             np.zeros((F, 2)))[0]))
               for n in ("LeftShoulder", "RightShoulder")]
         print(f"{clip}: {truth.n_frames} frames at {truth.fps:g} Hz; the truth's clavicle twist "
               f"L / R median {np.median(tw[0]):.1f} / {np.median(tw[1]):.1f}°, p95 "
