@@ -474,6 +474,9 @@ def test_shape_errors(motion, markerset):
     for fps in (0.0, float("nan"), -120.0, "120"):
         with pytest.raises(ShapeError, match="fps must be a finite number > 0"):
             solve_kinematic(sk, markerset, np.zeros((2, M, 3)), fps=fps)
+    for settle in ("no", 0, None):
+        with pytest.raises(ShapeError, match="settle must be True or False"):
+            solve_kinematic(sk, markerset, np.zeros((2, M, 3)), settle=settle)
     for kw in (dict(iterations=0), dict(chunk=0), dict(tol=float("nan"))):
         with pytest.raises(ShapeError, match="iterations, chunk and chunk_incomplete must be"):
             solve_kinematic(sk, markerset, np.zeros((2, M, 3)), **kw)

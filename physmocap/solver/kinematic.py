@@ -930,6 +930,8 @@ def solve_kinematic(skeleton: Skeleton, markerset: MarkerSet, pos: np.ndarray,
         raise ShapeError("iterations, chunk and chunk_incomplete must be >= 1, tol >= 0")
     if not (np.isfinite(hold) and hold >= 0):
         raise ShapeError(f"hold must be a finite number >= 0 m^2/rad^2, got {hold!r}")
+    if not isinstance(settle, (bool, np.bool_)):      # "no" would settle
+        raise ShapeError(f"settle must be True or False, got {settle!r}")
     if max_marker_pull is not None and not max_marker_pull > 0:
         raise ShapeError(f"max_marker_pull must be > 0 m or None, got {max_marker_pull!r}")
     if free_joints is None:
